@@ -1,0 +1,144 @@
+"""The policy: pydantic models of ``policies/*.yaml``.
+
+A policy is loaded once (``load_policy``) and passed down to every layer; no
+layer reads limits from anywhere else. Validation is strict: an unknown key is
+an error, so a misspelt rule can never silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+POLICIES_DIR = Path(__file__).resolve().parent.parent / "policies"
+DEFAULT_POLICY_PATH = POLICIES_DIR / "default.yaml"
+
+ToolName = Literal["recall", "analyze"]
+TOOL_NAMES: tuple[ToolName, ...] = ("recall", "analyze")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClauseKind(StrEnum):
+    """Clause kinds a policy can allow. Anything not listed is rejected."""
+
+    MATCH = "MATCH"
+    OPTIONAL_MATCH = "OPTIONAL_MATCH"
+    WHERE = "WHERE"
+    WITH = "WITH"
+    RETURN = "RETURN"
+    UNWIND = "UNWIND"
+    ORDER_BY = "ORDER_BY"
+    SKIP = "SKIP"
+    LIMIT = "LIMIT"
+    UNION = "UNION"
+    CALL_SUBQUERY = "CALL_SUBQUERY"
+    CALL_PROCEDURE = "CALL_PROCEDURE"
+    FINISH = "FINISH"
+
+
+class Limits(_Strict):
+    """Resource limits. The runner and the sandbox read these values and no others."""
+
+    max_query_chars: Annotated[int, Field(gt=0)] = 10_000
+    max_nesting_depth: Annotated[int, Field(gt=0)] = 32
+    allow_unbounded_var_length: bool = False
+    max_hops: Annotated[int, Field(gt=0)] = 8
+    timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
+    max_rows: Annotated[int, Field(gt=0)] = 100
+    max_bytes: Annotated[int, Field(gt=0)] = 512_000
+
+
+class ToolPolicy(_Strict):
+    """What one tool (``recall`` or ``analyze``) may do."""
+
+    description: str = ""
+    allowed_clauses: frozenset[ClauseKind]
+    # Fully qualified, case-insensitive procedure names; an exact allow-list.
+    procedures_allowed: frozenset[str] = frozenset()
+    # Glob patterns (``apoc.load.*``) over fully qualified function names.
+    functions_denied: tuple[str, ...] = ()
+    # Parameters the query must reference (``$repository``) and the caller must supply.
+    required_parameters: tuple[str, ...] = ()
+    denied_labels: frozenset[str] = frozenset()
+    denied_relationship_types: frozenset[str] = frozenset()
+    limits: Limits = Limits()
+
+
+class ScopeSettings(_Strict):
+    """How visibility is stored in the graph and passed to queries."""
+
+    layers_property: str = "layers"
+    # Correction edges: bookkeeping that never surfaces or is traversed unless allowed.
+    bookkeeping_relationship_types: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS"})
+    allow_bookkeeping: dict[ToolName, bool] = Field(default_factory=lambda: {"recall": False, "analyze": False})
+    # The reserved parameter the gateway injects with the caller's layer ids.
+    scope_parameter: str = "__gw_scope"
+
+
+class ReservedParameters(_Strict):
+    """Parameter keys only the gateway may set; a caller supplying one is rejected."""
+
+    keys: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ("__gw",)
+
+    def is_reserved(self, key: str) -> bool:
+        lowered = key.lower()
+        return lowered in {k.lower() for k in self.keys} or any(
+            lowered.startswith(p.lower()) for p in self.prefixes
+        )
+
+
+class Policy(_Strict):
+    """A whole policy file."""
+
+    name: str
+    description: str = ""
+    reserved_parameters: ReservedParameters = ReservedParameters()
+    scope: ScopeSettings = ScopeSettings()
+    tools: dict[ToolName, ToolPolicy]
+
+    @model_validator(mode="after")
+    def _every_tool_present(self) -> Policy:
+        missing = [t for t in TOOL_NAMES if t not in self.tools]
+        if missing:
+            raise ValueError(f"policy must define every tool; missing: {', '.join(missing)}")
+        if not self.reserved_parameters.is_reserved(self.scope.scope_parameter):
+            raise ValueError(
+                f"scope.scope_parameter {self.scope.scope_parameter!r} must be a reserved parameter "
+                "(listed in reserved_parameters.keys or matching a prefix), or callers could set it"
+            )
+        return self
+
+    def tool(self, name: ToolName) -> ToolPolicy:
+        return self.tools[name]
+
+
+class PolicyError(Exception):
+    """A policy file could not be read or is invalid; the message names the problem."""
+
+
+def load_policy(path: Path | str | None = None) -> Policy:
+    """Read and validate one policy file (the strict default when ``path`` is None)."""
+    file = Path(path) if path is not None else DEFAULT_POLICY_PATH
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy file {file}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"policy file {file} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise PolicyError(f"policy file {file} must hold a mapping at the top level")
+    try:
+        return Policy.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
+        )
+        raise PolicyError(f"policy file {file} is invalid: {problems}") from exc

@@ -1,0 +1,1 @@
+"""The program that runs inside the sandbox container (and its wire format)."""
