@@ -15,6 +15,7 @@ from collections.abc import Sequence
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 _COMMAND_MODULES: tuple[str, ...] = (
     "gateway.neo4j_local",
+    "gateway.images",
 )
 
 

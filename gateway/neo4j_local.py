@@ -230,9 +230,8 @@ def _write_conf(home: Path) -> None:
         render_conf(listen="127.0.0.1", bolt=bolt_port(), http=http_port()), encoding="utf-8"
     )
     lib_link = home / "lib"
-    if lib_link.is_symlink() or lib_link.exists():
-        if lib_link.resolve() != lib_dir().resolve():
-            lib_link.unlink()
+    if (lib_link.is_symlink() or lib_link.exists()) and lib_link.resolve() != lib_dir().resolve():
+        lib_link.unlink()
     if not lib_link.exists():
         lib_link.symlink_to(lib_dir())
 
@@ -296,7 +295,7 @@ def _running_pid() -> int | None:
 
 def wait_until_ready(connection: Neo4jConnection, timeout_s: float = START_TIMEOUT_S, pid: int | None = None) -> None:
     """Block until the driver's ``verify_connectivity()`` passes."""
-    import neo4j  # noqa: PLC0415  (lazy: never loaded into the gateway process by import)
+    import neo4j
 
     deadline = time.monotonic() + timeout_s
     last_error: Exception | None = None

@@ -71,13 +71,17 @@ class ToolPolicy(_Strict):
     limits: Limits = Limits()
 
 
+def _no_bookkeeping() -> dict[ToolName, bool]:
+    return {"recall": False, "analyze": False}
+
+
 class ScopeSettings(_Strict):
     """How visibility is stored in the graph and passed to queries."""
 
     layers_property: str = "layers"
     # Correction edges: bookkeeping that never surfaces or is traversed unless allowed.
     bookkeeping_relationship_types: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS"})
-    allow_bookkeeping: dict[ToolName, bool] = Field(default_factory=lambda: {"recall": False, "analyze": False})
+    allow_bookkeeping: dict[ToolName, bool] = Field(default_factory=_no_bookkeeping)
     # The reserved parameter the gateway injects with the caller's layer ids.
     scope_parameter: str = "__gw_scope"
 

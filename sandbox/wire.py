@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-WIRE_VERSION = 1
+WIRE_VERSION: Literal[1] = 1
 
 Truncation = Literal["rows", "bytes"]
 QueryType = Literal["r", "rw", "w", "s"]

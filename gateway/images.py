@@ -1,0 +1,246 @@
+"""Offline image builds: a debootstrap base, the sandbox image and a Neo4j image.
+
+No registry is reachable, so nothing is pulled. A base root filesystem is made
+with ``debootstrap --variant=minbase`` and ``docker import``-ed; the Dockerfiles
+on top only COPY and RUN offline (the sandbox installs from a wheelhouse).
+Every tag is a content hash of what went into the image, so an unchanged
+image is never rebuilt and a changed one can never be mistaken for the old.
+
+``cypher-gateway images build`` builds what is missing; ``images list`` shows tags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from gateway.paths import REPO_ROOT, cache_dir
+
+DOCKER_DIR = REPO_ROOT / "docker"
+SANDBOX_PACKAGE = REPO_ROOT / "sandbox"
+IMAGE_PREFIX = "cypher-gateway"
+Variant = Literal["python", "java"]
+
+
+class ImageBuildError(RuntimeError):
+    """An image could not be built; the message carries the failing step's output."""
+
+
+def _say(message: str) -> None:
+    print(f"[image] {message}", file=sys.stderr, flush=True)
+
+
+def _digest(parts: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:12]
+
+
+def _files(root: Path, pattern: str) -> list[Path]:
+    return sorted(p for p in root.rglob(pattern) if "__pycache__" not in p.parts)
+
+
+def _file_parts(paths: Iterable[Path]) -> Iterable[bytes]:
+    for path in paths:
+        yield str(path.relative_to(REPO_ROOT)).encode()
+        yield path.read_bytes()
+
+
+# --- tags --------------------------------------------------------------------------------------------
+
+
+def base_image_tag(variant: Variant) -> str:
+    digest = _digest([variant.encode(), *_file_parts([DOCKER_DIR / "base" / "rootfs.sh"])])
+    return f"{IMAGE_PREFIX}/base-{variant}:{digest}"
+
+
+def _sandbox_inputs() -> list[Path]:
+    return [
+        DOCKER_DIR / "sandbox" / "Dockerfile",
+        DOCKER_DIR / "sandbox" / "requirements.txt",
+        *_files(SANDBOX_PACKAGE, "*.py"),
+    ]
+
+
+def sandbox_image_tag() -> str:
+    digest = _digest([base_image_tag("python").encode(), *_file_parts(_sandbox_inputs())])
+    return f"{IMAGE_PREFIX}/sandbox:{digest}"
+
+
+def _neo4j_inputs() -> list[Path]:
+    return [
+        DOCKER_DIR / "neo4j" / "Dockerfile",
+        DOCKER_DIR / "neo4j" / "entrypoint.sh",
+        DOCKER_DIR / "neo4j" / "pom.xml",
+        REPO_ROOT / "gateway" / "neo4j_local.py",  # render_conf() writes the image's neo4j.conf
+    ]
+
+
+def neo4j_image_tag() -> str:
+    digest = _digest([base_image_tag("java").encode(), *_file_parts(_neo4j_inputs())])
+    return f"{IMAGE_PREFIX}/neo4j:{digest}"
+
+
+# --- docker helpers ----------------------------------------------------------------------------------
+
+
+def _docker(*args: str, input_path: Path | None = None, quiet: bool = False) -> str:
+    if shutil.which("docker") is None:
+        raise ImageBuildError("the `docker` CLI is not on PATH; run scripts/ensure-docker.sh")
+    stdin = input_path.open("rb") if input_path else None
+    try:
+        result = subprocess.run(
+            ["docker", *args], stdin=stdin, capture_output=True, text=True, check=False
+        )
+    finally:
+        if stdin:
+            stdin.close()
+    if result.returncode != 0:
+        if quiet:
+            return ""
+        raise ImageBuildError(f"docker {' '.join(args[:2])} failed: {result.stderr.strip()[-2000:]}")
+    return result.stdout
+
+
+def image_exists(tag: str) -> bool:
+    result = subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False)
+    return result.returncode == 0
+
+
+def _build(tag: str, context: Path, build_args: dict[str, str]) -> None:
+    command = ["docker", "build", "--network", "none", "-t", tag]
+    for key, value in build_args.items():
+        command += ["--build-arg", f"{key}={value}"]
+    command.append(str(context))
+    started = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        tail = [*tail[-40:], line.rstrip()]
+        if line.startswith("Step "):
+            _say(f"  {line.strip()[:120]}")
+    if process.wait() != 0:
+        raise ImageBuildError(f"docker build of {tag} failed:\n" + "\n".join(tail))
+    _say(f"built {tag} in {time.monotonic() - started:.0f} s ({image_size_mb(tag):.0f} MB)")
+
+
+def image_size_mb(tag: str) -> float:
+    out = _docker("image", "inspect", "--format", "{{.Size}}", tag, quiet=True).strip()
+    return int(out) / 1e6 if out.isdigit() else 0.0
+
+
+# --- builds ------------------------------------------------------------------------------------------
+
+
+def ensure_base(variant: Variant) -> str:
+    tag = base_image_tag(variant)
+    if image_exists(tag):
+        return tag
+    tarball = cache_dir() / "rootfs" / f"{tag.split('/')[-1].replace(':', '-')}.tar"
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    if not tarball.exists():
+        result = subprocess.run(["bash", str(DOCKER_DIR / "base" / "rootfs.sh"), variant, str(tarball)], check=False)
+        if result.returncode != 0:
+            raise ImageBuildError(f"debootstrap of the {variant} base failed (see the output above)")
+    _say(f"docker import {tarball.name} as {tag}")
+    _docker("import", "--change", "CMD [\"/bin/bash\"]", "-", tag, input_path=tarball)
+    return tag
+
+
+def _wheelhouse() -> Path:
+    requirements = DOCKER_DIR / "sandbox" / "requirements.txt"
+    target = cache_dir() / f"wheelhouse-{_digest([requirements.read_bytes()])}"
+    if (target / ".complete").exists():
+        return target
+    _say("downloading the sandbox's wheels (neo4j, httpx, pydantic) from PyPI ...")
+    shutil.rmtree(target, ignore_errors=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version", "3.11",
+         "--implementation", "cp", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
+         "-d", str(target), "-r", str(requirements)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise ImageBuildError(f"pip download of the sandbox wheels failed: {result.stderr.strip()[-2000:]}")
+    (target / ".complete").write_text("ok\n", encoding="utf-8")
+    return target
+
+
+def ensure_sandbox_image() -> str:
+    tag = sandbox_image_tag()
+    if image_exists(tag):
+        return tag
+    base = ensure_base("python")
+    with tempfile.TemporaryDirectory(prefix="cgw-sandbox-ctx-") as tmp:
+        context = Path(tmp)
+        shutil.copy(DOCKER_DIR / "sandbox" / "Dockerfile", context / "Dockerfile")
+        shutil.copy(DOCKER_DIR / "sandbox" / "requirements.txt", context / "requirements.txt")
+        shutil.copytree(_wheelhouse(), context / "wheels", ignore=shutil.ignore_patterns(".complete"))
+        shutil.copytree(SANDBOX_PACKAGE, context / "sandbox", ignore=shutil.ignore_patterns("__pycache__"))
+        _say(f"building {tag} on {base}")
+        _build(tag, context, {"BASE": base})
+    return tag
+
+
+def ensure_neo4j_image() -> str:
+    from gateway import neo4j_local
+
+    tag = neo4j_image_tag()
+    if image_exists(tag):
+        return tag
+    base = ensure_base("java")
+    lib = neo4j_local.fetch_neo4j()
+    with tempfile.TemporaryDirectory(prefix="cgw-neo4j-ctx-") as tmp:
+        context = Path(tmp)
+        shutil.copy(DOCKER_DIR / "neo4j" / "Dockerfile", context / "Dockerfile")
+        shutil.copy(DOCKER_DIR / "neo4j" / "entrypoint.sh", context / "entrypoint.sh")
+        shutil.copytree(lib, context / "lib", ignore=shutil.ignore_patterns(".complete"))
+        (context / "neo4j.conf").write_text(
+            neo4j_local.render_conf(listen="0.0.0.0", bolt=7687, http=7474), encoding="utf-8"
+        )
+        _say(f"building {tag} on {base}")
+        _build(tag, context, {"BASE": base})
+    return tag
+
+
+def ensure_images(which: Iterable[str] = ("sandbox", "neo4j")) -> dict[str, str]:
+    """Build every missing image; returns name -> tag."""
+    builders = {"sandbox": ensure_sandbox_image, "neo4j": ensure_neo4j_image}
+    return {name: builders[name]() for name in which}
+
+
+# --- CLI ---------------------------------------------------------------------------------------------
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("images", help="build the sandbox and Neo4j images offline")
+    actions = parser.add_subparsers(dest="images_action", required=True, metavar="ACTION")
+    build = actions.add_parser("build", help="build every missing image (skips unchanged ones)")
+    build.add_argument("names", nargs="*", choices=["sandbox", "neo4j"], default=["sandbox", "neo4j"])
+    actions.add_parser("list", help="print the content-hash tags and whether each is built")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    try:
+        if args.images_action == "build":
+            print(json.dumps(ensure_images(args.names or ["sandbox", "neo4j"])))
+            return 0
+        tags = {"sandbox": sandbox_image_tag(), "neo4j": neo4j_image_tag()}
+        for name, tag in tags.items():
+            print(f"{name:8} {tag:40} {'built' if image_exists(tag) else 'missing'}")
+        return 0
+    except ImageBuildError as exc:
+        print(f"cypher-gateway images: {exc}", file=sys.stderr)
+        return 1
