@@ -227,7 +227,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("images", help="build the sandbox and Neo4j images offline")
     actions = parser.add_subparsers(dest="images_action", required=True, metavar="ACTION")
     build = actions.add_parser("build", help="build every missing image (skips unchanged ones)")
-    build.add_argument("names", nargs="*", choices=["sandbox", "neo4j"], default=["sandbox", "neo4j"])
+    build.add_argument("names", nargs="*", metavar="NAME", help="sandbox and/or neo4j (default: both)")
     actions.add_parser("list", help="print the content-hash tags and whether each is built")
     parser.set_defaults(handler=_handle)
 
@@ -235,6 +235,10 @@ def register(subparsers: Any) -> None:
 def _handle(args: argparse.Namespace) -> int:
     try:
         if args.images_action == "build":
+            unknown = sorted(set(args.names) - {"sandbox", "neo4j"})
+            if unknown:
+                print(f"cypher-gateway images build: unknown image {', '.join(unknown)} (sandbox, neo4j)", file=sys.stderr)
+                return 2
             print(json.dumps(ensure_images(args.names or ["sandbox", "neo4j"])))
             return 0
         tags = {"sandbox": sandbox_image_tag(), "neo4j": neo4j_image_tag()}
