@@ -5,7 +5,7 @@ demo: setup
 	.venv/bin/python -m gateway.demo
 
 test: setup
-	.venv/bin/ruff check gateway sandbox tests bench
+	.venv/bin/ruff check
 	.venv/bin/mypy
 	.venv/bin/pytest; s=$$?; \
 	if [ $$s -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$s
@@ -14,5 +14,5 @@ setup:
 	bash scripts/setup.sh
 
 lint:
-	.venv/bin/ruff check gateway sandbox tests bench
+	.venv/bin/ruff check
 	.venv/bin/mypy

@@ -133,6 +133,15 @@ def _build(tag: str, context: Path, build_args: dict[str, str]) -> None:
     if process.wait() != 0:
         raise ImageBuildError(f"docker build of {tag} failed:\n" + "\n".join(tail))
     _say(f"built {tag} in {time.monotonic() - started:.0f} s ({image_size_mb(tag):.0f} MB)")
+    _prune_older(tag)
+
+
+def _prune_older(tag: str) -> None:
+    """Remove earlier content-hash tags of the same image; Docker keeps any still in use."""
+    repository = tag.rsplit(":", 1)[0]
+    for line in _docker("images", "--format", "{{.Repository}}:{{.Tag}}", repository, quiet=True).splitlines():
+        if line.strip() and line.strip() != tag:
+            _docker("rmi", line.strip(), quiet=True)
 
 
 def image_size_mb(tag: str) -> float:
@@ -237,7 +246,7 @@ def _handle(args: argparse.Namespace) -> int:
         if args.images_action == "build":
             unknown = sorted(set(args.names) - {"sandbox", "neo4j"})
             if unknown:
-                print(f"cypher-gateway images build: unknown image {', '.join(unknown)} (sandbox, neo4j)", file=sys.stderr)
+                print(f"cypher-gateway images build: unknown image {', '.join(unknown)}", file=sys.stderr)
                 return 2
             print(json.dumps(ensure_images(args.names or ["sandbox", "neo4j"])))
             return 0
