@@ -1,0 +1,466 @@
+"""The syntax tree of one Cypher query.
+
+Every node records ``start``/``end``: character offsets into the original text
+(``text[node.start:node.end]`` is exactly the source of that node). Rewrites
+splice the original text at these offsets (see ``ParsedQuery.rewrite``) rather
+than regenerating it, so whatever the tree does not model precisely is
+preserved byte for byte.
+
+Walk a tree with ``node.walk()`` (pre-order, every descendant, into subqueries,
+pattern comprehensions and EXISTS/COUNT/COLLECT blocks) or
+``node.find_all(Match, NodePattern)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar
+
+N = TypeVar("N", bound="Node")
+
+
+@dataclass(eq=False)
+class Node:
+    start: int
+    end: int
+    _child_fields: ClassVar[dict[type, tuple[str, ...]]] = {}
+
+    def children(self) -> Iterator[Node]:
+        cls = type(self)
+        names = Node._child_fields.get(cls)
+        if names is None:
+            names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("start", "end"))
+            Node._child_fields[cls] = names
+        for name in names:
+            value = getattr(self, name)
+            if isinstance(value, Node):
+                yield value
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, Node):
+                        yield item
+
+    def walk(self) -> Iterator[Node]:
+        """Every node of this subtree, pre-order (iterative: deep trees cannot overflow the stack)."""
+        stack: list[Node] = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(list(node.children())))
+
+    def find_all(self, *types: type[N]) -> Iterator[N]:
+        for node in self.walk():
+            if isinstance(node, types):
+                yield node
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(eq=False)
+class Expr(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Literal(Expr):
+    kind: str  # "string" | "number" | "boolean" | "null"
+    value: str | float | int | bool | None
+
+
+@dataclass(eq=False)
+class Parameter(Expr):
+    name: str
+
+
+@dataclass(eq=False)
+class Variable(Expr):
+    name: str
+
+
+@dataclass(eq=False)
+class ListLiteral(Expr):
+    items: list[Expr]
+
+
+@dataclass(eq=False)
+class MapEntry(Node):
+    key: str
+    value: Expr
+
+
+@dataclass(eq=False)
+class MapLiteral(Expr):
+    entries: list[MapEntry]
+
+
+@dataclass(eq=False)
+class Property(Expr):
+    subject: Expr
+    key: str
+
+
+@dataclass(eq=False)
+class Index(Expr):
+    subject: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class Slice(Expr):
+    subject: Expr
+    lower: Expr | None
+    upper: Expr | None
+
+
+@dataclass(eq=False)
+class BinaryOp(Expr):
+    op: str  # OR XOR AND = <> < > <= >= =~ IN STARTS_WITH ENDS_WITH CONTAINS + - * / % ^ ||
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class UnaryOp(Expr):
+    op: str  # NOT, -, +
+    operand: Expr
+
+
+@dataclass(eq=False)
+class IsNull(Expr):
+    operand: Expr
+    negated: bool
+
+
+@dataclass(eq=False)
+class TypePredicate(Expr):
+    operand: Expr
+    negated: bool
+    type_text: str
+
+
+@dataclass(eq=False)
+class LabelCheck(Expr):
+    """``n:Person`` / ``n:A|B`` / ``r IS KNOWS`` as a boolean expression."""
+
+    subject: Expr
+    labels: LabelExpression
+
+
+@dataclass(eq=False)
+class FunctionCall(Expr):
+    name: str  # dotted, backticks removed: "apoc.text.join"
+    args: list[Expr]
+    distinct: bool = False
+    star: bool = False  # count(*)
+
+
+@dataclass(eq=False)
+class CaseWhen(Node):
+    condition: Expr
+    result: Expr
+
+
+@dataclass(eq=False)
+class Case(Expr):
+    subject: Expr | None
+    whens: list[CaseWhen]
+    default: Expr | None
+
+
+@dataclass(eq=False)
+class ListComprehension(Expr):
+    variable: Variable
+    source: Expr
+    where: Expr | None
+    projection: Expr | None
+
+
+@dataclass(eq=False)
+class Quantified(Expr):
+    """``all/any/none/single(x IN list WHERE pred)``."""
+
+    quantifier: str
+    variable: Variable
+    source: Expr
+    where: Expr | None
+
+
+@dataclass(eq=False)
+class Reduce(Expr):
+    accumulator: Variable
+    initial: Expr
+    variable: Variable
+    source: Expr
+    expression: Expr
+
+
+@dataclass(eq=False)
+class PatternComprehension(Expr):
+    path_variable: Variable | None
+    pattern: Path
+    where: Expr | None
+    projection: Expr
+
+
+@dataclass(eq=False)
+class PatternPredicate(Expr):
+    """A bare pattern used as a boolean, ``WHERE (a)-[:R]->(b)``."""
+
+    pattern: PatternPart
+
+
+@dataclass(eq=False)
+class SubqueryExpr(Expr):
+    """``EXISTS { … }``, ``COUNT { … }``, ``COLLECT { … }``.
+
+    Either ``body`` (a full query) or ``patterns`` (+ optional ``where``) is set.
+    """
+
+    kind: str  # "EXISTS" | "COUNT" | "COLLECT"
+    body: QueryBody | None
+    patterns: list[PatternPart]
+    where: Expr | None
+
+
+@dataclass(eq=False)
+class MapProjectionItem(Node):
+    kind: str  # "property" (.name) | "all" (.*) | "literal" (key: expr) | "variable" (v)
+    key: str | None
+    value: Expr | None
+
+
+@dataclass(eq=False)
+class MapProjection(Expr):
+    subject: Variable
+    items: list[MapProjectionItem]
+
+
+# ---------------------------------------------------------------- labels
+
+
+@dataclass(eq=False)
+class LabelName(Node):
+    name: str
+
+
+@dataclass(eq=False)
+class LabelWildcard(Node):
+    pass
+
+
+@dataclass(eq=False)
+class LabelNot(Node):
+    operand: LabelNode
+
+
+@dataclass(eq=False)
+class LabelBinary(Node):
+    op: str  # "|" or "&" (":" between labels is "&")
+    left: LabelNode
+    right: LabelNode
+
+
+LabelNode = LabelName | LabelWildcard | LabelNot | LabelBinary
+
+
+@dataclass(eq=False)
+class LabelExpression(Node):
+    expression: LabelNode
+
+    def names(self) -> list[str]:
+        return [n.name for n in self.walk() if isinstance(n, LabelName)]
+
+
+# ---------------------------------------------------------------- patterns
+
+
+@dataclass(eq=False)
+class NodePattern(Node):
+    variable: Variable | None
+    labels: LabelExpression | None
+    properties: Expr | None  # MapLiteral or Parameter
+    where: Expr | None
+
+
+@dataclass(eq=False)
+class Quantifier(Node):
+    """``{m,n}``, ``+``, ``*`` after a relationship or a parenthesised path; max None = unbounded."""
+
+    min: int
+    max: int | None
+
+
+@dataclass(eq=False)
+class VarLength(Node):
+    """The old-style ``*``, ``*3``, ``*1..3``, ``*..5`` inside a relationship pattern; max None = unbounded."""
+
+    min: int
+    max: int | None
+
+
+@dataclass(eq=False)
+class RelPattern(Node):
+    variable: Variable | None
+    direction: str  # "->", "<-", "--"
+    types: LabelExpression | None
+    length: VarLength | None
+    properties: Expr | None
+    where: Expr | None
+    quantifier: Quantifier | None = None
+
+
+@dataclass(eq=False)
+class QuantifiedPath(Node):
+    """A parenthesised path pattern ``((a)-->(b) WHERE …){1,3}`` (quantifier may be None)."""
+
+    path: Path
+    where: Expr | None
+    quantifier: Quantifier | None
+
+
+PathElement = NodePattern | RelPattern | QuantifiedPath
+
+
+@dataclass(eq=False)
+class Path(Node):
+    elements: list[PathElement]
+
+
+@dataclass(eq=False)
+class PatternPart(Node):
+    variable: Variable | None  # p = …
+    selector: str | None  # "shortestPath", "allShortestPaths", "ANY SHORTEST", "SHORTEST 2", …
+    path: Path
+
+
+# ---------------------------------------------------------------- clauses
+
+
+@dataclass(eq=False)
+class Clause(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Hint(Node):
+    text: str
+
+
+@dataclass(eq=False)
+class Match(Clause):
+    optional: bool
+    patterns: list[PatternPart]
+    hints: list[Hint]
+    where: Expr | None
+
+
+@dataclass(eq=False)
+class ReturnItem(Node):
+    expression: Expr
+    alias: str | None
+
+
+@dataclass(eq=False)
+class SortItem(Node):
+    expression: Expr
+    descending: bool
+
+
+@dataclass(eq=False)
+class Projection(Node):
+    """The shared body of WITH and RETURN."""
+
+    distinct: bool
+    star: bool
+    items: list[ReturnItem]
+    order_by: list[SortItem]
+    skip: Expr | None
+    limit: Expr | None
+
+
+@dataclass(eq=False)
+class With(Clause):
+    projection: Projection
+    where: Expr | None
+
+
+@dataclass(eq=False)
+class Return(Clause):
+    projection: Projection
+
+
+@dataclass(eq=False)
+class Unwind(Clause):
+    expression: Expr
+    variable: Variable
+
+
+@dataclass(eq=False)
+class CallSubquery(Clause):
+    optional: bool
+    # None: ``CALL { … }``; a list: ``CALL (a, b) { … }``; star: ``CALL (*) { … }``
+    scope: list[Variable] | None
+    scope_star: bool
+    body: QueryBody
+    in_transactions: bool
+
+
+@dataclass(eq=False)
+class YieldItem(Node):
+    name: str
+    alias: str | None
+
+
+@dataclass(eq=False)
+class CallProcedure(Clause):
+    optional: bool
+    name: str  # dotted, backticks removed: "db.labels"
+    args: list[Expr] | None  # None when called without parentheses
+    yield_star: bool
+    yield_items: list[YieldItem]
+    where: Expr | None
+
+
+@dataclass(eq=False)
+class Finish(Clause):
+    pass
+
+
+@dataclass(eq=False)
+class Forbidden(Clause):
+    """A clause or command the gateway never runs, kept so a rule can name it.
+
+    Its tokens are skipped, not parsed: the whole query is rejected anyway.
+    ``category`` is "write", "admin", "load_csv" or "use".
+    """
+
+    keyword: str  # "CREATE", "DETACH DELETE", "LOAD CSV", "SHOW", "USE", …
+    category: str
+
+
+# ---------------------------------------------------------------- queries
+
+
+@dataclass(eq=False)
+class SingleQuery(Node):
+    clauses: list[Clause]
+
+
+@dataclass(eq=False)
+class Union(Node):
+    queries: list[SingleQuery]
+    all: list[bool] = field(default_factory=list)  # all[i] joins queries[i] and queries[i+1]
+
+
+QueryBody = SingleQuery | Union
+
+
+@dataclass(eq=False)
+class Statement(Node):
+    prefix: str | None  # "EXPLAIN" | "PROFILE"
+    cypher_version: str | None  # "5" from ``CYPHER 5``
+    options: list[str]  # ``CYPHER runtime=slotted`` -> ["runtime=slotted"]
+    body: QueryBody

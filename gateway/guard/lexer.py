@@ -1,0 +1,128 @@
+"""Tokens of Neo4j 5 Cypher, produced by one linear scan.
+
+The lexer follows Neo4j's own lexical rules where a guard could be fooled:
+
+* block comments do **not** nest (``/* a /* b */`` ends at the first ``*/``);
+* ``//`` comments end at ``\\r`` as well as ``\\n``;
+* strings use backslash escapes, so ``'x\\\\'`` is a complete string;
+* backticked names escape a backtick by doubling it and are never keywords;
+* anything else (an unknown character, an unterminated string or comment) is a
+  :class:`LexError`, so the guard fails closed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+class LexError(Exception):
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+@dataclass(slots=True)
+class Token:
+    kind: str  # ID, QID (backticked), STR, NUM, PARAM, OP, EOF
+    value: str  # identifier text (unescaped for QID), operator text, parameter name, raw number/string
+    start: int
+    end: int
+    upper: str = ""  # keyword form of an unquoted identifier; "" for everything else
+    match: int = -1  # for an opening bracket: index of its closing token (and vice versa)
+
+
+# Order matters: longer operators before their prefixes; ``..`` before numbers like ``.5``.
+_MASTER = re.compile(
+    r"""
+    (?P<WS>\s+)
+  | (?P<LCOMMENT>//[^\r\n]*)
+  | (?P<BCOMMENT>/\*.*?\*/)
+  | (?P<BADCOMMENT>/\*)
+  | (?P<STR>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+  | (?P<BADSTR>['"])
+  | (?P<QID>`(?:[^`]|``)*`)
+  | (?P<BADQID>`)
+  | (?P<PARAM>\$(?:[^\W\d]\w*|\d+|`(?:[^`]|``)*`))
+  | (?P<NUM>0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|(?:\d[\d_]*(?:\.\d[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?)
+  | (?P<ID>[^\W\d]\w*)
+  | (?P<OP>\.\.|<>|<=|>=|!=|=~|\+=|::|\|\||[-+*/%^=<>()\[\]{},.:;|&!?])
+  | (?P<ERR>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+
+
+def tokenize(text: str) -> tuple[list[Token], int]:
+    """Return the tokens (ending with EOF) and the deepest bracket nesting.
+
+    Brackets are matched here so the parser can look past a parenthesised group
+    in O(1), and so an unbalanced query is refused before parsing.
+    """
+    tokens: list[Token] = []
+    stack: list[int] = []
+    max_depth = 0
+    for m in _MASTER.finditer(text):
+        kind = m.lastgroup
+        start, end = m.span()
+        if kind in ("WS", "LCOMMENT", "BCOMMENT"):
+            continue
+        if kind == "ID":
+            value = m.group()
+            tokens.append(Token("ID", value, start, end, value.upper()))
+        elif kind == "OP":
+            value = m.group()
+            tok = Token("OP", value, start, end)
+            if value in _OPENERS:
+                stack.append(len(tokens))
+                if len(stack) > max_depth:
+                    max_depth = len(stack)
+            elif value in _CLOSERS:
+                if not stack or tokens[stack[-1]].value != _CLOSERS[value]:
+                    raise LexError(f"unbalanced {value!r}", start)
+                opener = stack.pop()
+                tokens[opener].match = len(tokens)
+                tok.match = opener
+            tokens.append(tok)
+        elif kind == "QID":
+            tokens.append(Token("QID", m.group()[1:-1].replace("``", "`"), start, end))
+        elif kind == "PARAM":
+            name = m.group()[1:]
+            if name.startswith("`"):
+                name = name[1:-1].replace("``", "`")
+            tokens.append(Token("PARAM", name, start, end))
+        elif kind in ("STR", "NUM"):
+            tokens.append(Token(kind, m.group(), start, end))
+        elif kind == "BADCOMMENT":
+            raise LexError("unterminated block comment", start)
+        elif kind == "BADSTR":
+            raise LexError("unterminated string literal", start)
+        elif kind == "BADQID":
+            raise LexError("unterminated backticked name", start)
+        else:
+            raise LexError(f"unexpected character {m.group()!r}", start)
+    if stack:
+        opener_tok = tokens[stack[-1]]
+        raise LexError(f"unclosed {opener_tok.value!r}", opener_tok.start)
+    tokens.append(Token("EOF", "", len(text), len(text)))
+    return tokens, max_depth
+
+
+_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", "'": "'", '"': '"', "\\": "\\"}
+_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+
+
+def string_value(raw: str) -> str:
+    """The value of a string literal token (quotes removed, escapes applied)."""
+
+    def sub(m: re.Match[str]) -> str:
+        esc = m.group(1)
+        if esc[0] in "uU" and len(esc) > 1:
+            return chr(int(esc[1:], 16))
+        return _ESCAPES.get(esc, "\\" + esc)
+
+    return _ESCAPE_RE.sub(sub, raw[1:-1])
