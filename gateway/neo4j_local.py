@@ -136,10 +136,10 @@ def fetch_neo4j() -> Path:
     assert process.stdout is not None
     for line in process.stdout:
         tail = [*tail[-30:], line.rstrip()]
-        if line.startswith("Downloaded from"):
+        if "Downloaded from" in line:
             downloaded += 1
-            if downloaded % 20 == 0:
-                _say(f"  {downloaded} artifacts downloaded ({time.monotonic() - started:.0f} s)")
+            if downloaded % 100 == 0:
+                _say(f"  {downloaded} files downloaded from Maven Central ({time.monotonic() - started:.0f} s)")
     if process.wait() != 0:
         raise Neo4jSetupError("Maven could not resolve Neo4j:\n" + "\n".join(tail))
     jars = list(staging.glob("*.jar"))
