@@ -1,0 +1,132 @@
+"""The Bolt transport: the ``neo4j`` driver, READ sessions, EXPLAIN first, bounded streaming."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import neo4j
+from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
+
+from sandbox.config import SandboxConfig
+from sandbox.explain import ExplainRejected, check_procedures, check_query_type
+from sandbox.serialize import RowCollector
+from sandbox.shim import Shim
+from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
+
+
+def _notifications(summary: Any) -> list[Notification]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        raw = summary.notifications or []
+    return [
+        Notification(
+            code=n.get("code"), title=n.get("title"), description=n.get("description"), severity=n.get("severity")
+        )
+        for n in raw
+    ]
+
+
+def classify(exc: BaseException) -> SandboxError:
+    """Map a driver error to the wire's error codes; Neo4j's own refusals keep their code and message."""
+    if isinstance(exc, ExplainRejected):
+        return SandboxError(code="explain_rejected", message=str(exc))
+    if isinstance(exc, AuthError):
+        return SandboxError(code="unavailable", message="Neo4j rejected the sandbox's credentials",
+                            neo4j_code=getattr(exc, "code", None))  # fmt: skip
+    if isinstance(exc, Neo4jError):
+        code = exc.code or ""
+        message = exc.message or str(exc)
+        if "TransactionTimedOut" in code or ("Transaction.Terminated" in code and "timeout" in message.lower()):
+            return SandboxError(code="timeout", message=message, neo4j_code=code)
+        return SandboxError(code="neo4j_refused", message=message, neo4j_code=code or None)
+    if isinstance(exc, ServiceUnavailable | SessionExpired):
+        return SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}")
+    if isinstance(exc, DriverError):
+        return SandboxError(code="unavailable", message=f"driver error: {type(exc).__name__}: {exc}")
+    return SandboxError(code="internal", message=f"{type(exc).__name__}: {exc}")
+
+
+class BoltBackend:
+    """One driver, connected and authenticated before any job arrives (the warm-pool contract)."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        self._shim: Shim | None = None
+        if config.neo4j_socket:
+            self._shim = Shim(config.neo4j_socket)
+            # bolt://, never neo4j://: routing would hand back the server's real addresses.
+            uri = f"bolt://127.0.0.1:{self._shim.port}"
+        else:
+            uri = str(config.neo4j_uri)
+        self.driver = neo4j.GraphDatabase.driver(
+            uri,
+            auth=(config.neo4j_user, config.neo4j_password.get_secret_value()),
+            max_connection_pool_size=2,
+            connection_timeout=3.0,
+            connection_acquisition_timeout=3.0,
+            # No retries: a retried query could outlive the runner's wall clock.
+            max_transaction_retry_time=0.0,
+            user_agent="cypher-gateway-sandbox/1",
+        )
+        self.warm_error: SandboxError | None = None
+
+    def warm(self) -> None:
+        """Connect and authenticate now, so a job pays only for its own round trips."""
+        try:
+            self.driver.verify_connectivity()
+            self.warm_error = None
+        except Exception as exc:  # reported with the job, not here: the container must still answer
+            self.warm_error = classify(exc)
+
+    def run(self, job: SandboxJob) -> SandboxResult:
+        started = time.perf_counter()
+        collector = RowCollector(job.max_rows, job.max_bytes)
+        meta: dict[str, Any] = {}
+
+        @neo4j.unit_of_work(timeout=job.timeout_seconds)
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            if job.explain_check:
+                plan_summary = tx.run("EXPLAIN " + job.cypher, job.params).consume()
+                check_query_type(plan_summary.query_type)
+                check_procedures(plan_summary.plan, job.procedures_allowed)
+            result = tx.run(job.cypher, job.params)
+            meta["columns"] = list(result.keys())
+            for record in result:
+                if not collector.add(record.values()):
+                    break
+            summary = result.consume()
+            meta["query_type"] = summary.query_type
+            meta["notifications"] = _notifications(summary)
+
+        try:
+            with self.driver.session(
+                database=job.database or self.config.database,
+                default_access_mode=neo4j.READ_ACCESS,
+                fetch_size=self.config.fetch_size,
+            ) as session:
+                session.execute_read(work)
+        except Exception as exc:
+            return SandboxResult(
+                query_id=job.query_id, ok=False, error=classify(exc),
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )  # fmt: skip
+        return SandboxResult(
+            query_id=job.query_id,
+            ok=True,
+            columns=meta["columns"],
+            rows=collector.rows,
+            row_count=len(collector.rows),
+            bytes=collector.bytes,
+            truncated=collector.truncation is not None,
+            truncation=collector.truncation,
+            query_type=meta["query_type"],
+            notifications=meta["notifications"],
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def close(self) -> None:
+        self.driver.close()
+        if self._shim is not None:
+            self._shim.close()

@@ -1,0 +1,77 @@
+"""The sandbox's EXPLAIN check: Neo4j's own parser and planner as a second, independent guard.
+
+A query runs only if Neo4j plans it as read-only (query type ``r``) and every
+procedure in its plan is on the policy's allow-list. It fails closed: a
+procedure call whose name cannot be read from the plan is rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+# "db.labels() :: (label :: STRING)" -> "db.labels"
+_PROCEDURE_NAME = re.compile(r"^\s*`?([A-Za-z_][\w.`]*?)`?\s*\(")
+
+# Operators that change the graph or the schema. Used only where Neo4j does not
+# report a query type (the Query API); Bolt's summary.query_type is authoritative.
+_UPDATING_OPERATOR = re.compile(
+    r"^(Create|Merge|Delete|DetachDelete|Set|Remove|Foreach|LoadCSV|Transaction|DoNothing|Drop|Alter"
+    r"|Rename|Grant|Revoke|Deny|Start|Stop|Terminate|EmptyResult)",
+    re.IGNORECASE,
+)
+
+
+class ExplainRejected(Exception):
+    """The plan is not a pure read, or it calls a procedure that is not allowed."""
+
+
+def _operators(plan: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    stack = [plan]
+    while stack:
+        op = stack.pop()
+        yield op
+        stack.extend(op.get("children") or [])
+
+
+def _operator_name(op: Mapping[str, Any]) -> str:
+    return str(op.get("operatorType") or op.get("operator_type") or "").split("@", 1)[0]
+
+
+def plan_procedures(plan: Mapping[str, Any]) -> list[str]:
+    """Fully qualified names of every procedure the plan calls."""
+    names: list[str] = []
+    for op in _operators(plan):
+        if _operator_name(op).lower() != "procedurecall":
+            continue
+        args = op.get("args") or op.get("arguments") or {}
+        match = _PROCEDURE_NAME.match(str(args.get("Details", "")))
+        if not match:
+            raise ExplainRejected("the plan calls a procedure whose name could not be read; refusing")
+        names.append(match.group(1).replace("`", ""))
+    return names
+
+
+def check_procedures(plan: Mapping[str, Any] | None, allowed: Iterable[str]) -> None:
+    if plan is None:
+        raise ExplainRejected("Neo4j returned no plan for EXPLAIN; refusing")
+    allow = {name.lower() for name in allowed}
+    for name in plan_procedures(plan):
+        if name.lower() not in allow:
+            raise ExplainRejected(f"procedure {name} is not on the allow-list")
+
+
+def check_query_type(query_type: str | None) -> None:
+    if query_type != "r":
+        raise ExplainRejected(f"Neo4j plans this query as type {query_type!r}; only read queries ('r') run")
+
+
+def check_operators_read_only(plan: Mapping[str, Any] | None) -> None:
+    """For transports without a query type: refuse any updating or administrative operator."""
+    if plan is None:
+        raise ExplainRejected("Neo4j returned no plan for EXPLAIN; refusing")
+    for op in _operators(plan):
+        name = _operator_name(op)
+        if _UPDATING_OPERATOR.match(name):
+            raise ExplainRejected(f"the plan contains the updating operator {name}; only reads run")

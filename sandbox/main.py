@@ -1,0 +1,107 @@
+"""The sandbox program: one job in on stdin, one result out on stdout, then exit.
+
+    python3 -m sandbox.main            (the image's ENTRYPOINT)
+
+Order matters for speed: the driver is imported, connected and authenticated
+*before* the job is read, so a pooled container that is handed a job pays only
+for the query's own round trips. ``sandbox: ready`` on stderr tells the runner
+the container has reached that point. Nothing but the one result line is ever
+written to stdout; credentials are never written anywhere.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from sandbox.config import SandboxConfig
+from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+
+READY_LINE = "sandbox: ready"
+# A job is a query (<= the policy's max_query_chars) plus parameters; anything
+# much larger than this is not a job we would run, and reading it would cost memory.
+MAX_JOB_LINE = 4 * 1024 * 1024
+
+
+class Backend(Protocol):
+    warm_error: SandboxError | None
+
+    def warm(self) -> None: ...
+    def run(self, job: SandboxJob) -> SandboxResult: ...
+    def close(self) -> None: ...
+
+
+def _make_backend(config: SandboxConfig) -> Backend:
+    if config.transport == "query-api":
+        from sandbox.query_api import QueryApiBackend
+
+        return QueryApiBackend(config)
+    from sandbox.bolt import BoltBackend
+
+    return BoltBackend(config)
+
+
+def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
+    """Layer 2 of scope: drop rows that carry anything outside the caller's layers."""
+    if job.scope is None or not result.ok:
+        return result
+    try:
+        from sandbox.scope_check import filter_rows  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        # Fail closed: a scoped job must never return rows unchecked.
+        return SandboxResult(
+            query_id=job.query_id, ok=False,
+            error=SandboxError(code="internal", message="scope check requested but not installed in the sandbox"),
+        )  # fmt: skip
+    rows, redacted = filter_rows(result.columns, result.rows, job.scope)
+    return result.model_copy(update={"rows": rows, "row_count": len(rows), "redacted": redacted})
+
+
+def _error(query_id: str, code: Any, message: str) -> SandboxResult:
+    return SandboxResult(query_id=query_id, ok=False, error=SandboxError(code=code, message=message))
+
+
+def handle(line: bytes, backend: Backend) -> SandboxResult:
+    started = time.perf_counter()
+    try:
+        job = SandboxJob.model_validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<job>"
+        return _error("", "invalid_job", f"job did not validate: {where}: {first['msg']}")
+    if backend.warm_error is not None:
+        backend.warm()  # Neo4j may have come up since the container started
+        if backend.warm_error is not None:
+            return SandboxResult(query_id=job.query_id, ok=False, error=backend.warm_error)
+    try:
+        result = _apply_scope(job, backend.run(job))
+    except Exception as exc:  # a bug here must still produce a result line
+        result = _error(job.query_id, "internal", f"{type(exc).__name__}: {exc}")
+    return result.model_copy(update={"duration_ms": (time.perf_counter() - started) * 1000})
+
+
+def main() -> int:
+    try:
+        config = SandboxConfig.from_env()
+    except (ValidationError, OSError, ValueError) as exc:
+        sys.stdout.write(_error("", "internal", f"sandbox misconfigured: {exc}").model_dump_json() + "\n")
+        return 2
+    backend = _make_backend(config)
+    backend.warm()
+    print(READY_LINE, file=sys.stderr, flush=True)
+    line = sys.stdin.buffer.readline(MAX_JOB_LINE + 1)
+    if len(line) > MAX_JOB_LINE:
+        result = _error("", "invalid_job", f"job line longer than {MAX_JOB_LINE} bytes")
+    else:
+        result = handle(line, backend)
+    sys.stdout.write(result.model_dump_json() + "\n")
+    sys.stdout.flush()
+    backend.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

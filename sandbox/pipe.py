@@ -1,0 +1,49 @@
+"""Byte pumps shared by the in-sandbox shim and the forwarder.
+
+Neither side looks at the bytes: Bolt (or TLS for the Query API) passes
+through unchanged. Each direction is one thread; when either side closes,
+both sockets are closed so no half-open connection lingers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable
+
+CHUNK = 65536
+
+
+def _pump(src: socket.socket, dst: socket.socket, done: threading.Event) -> None:
+    try:
+        while True:
+            data = src.recv(CHUNK)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        done.set()
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+def splice(a: socket.socket, b: socket.socket, on_close: Callable[[], None] | None = None) -> None:
+    """Copy bytes both ways between ``a`` and ``b`` in daemon threads until either closes."""
+    done = threading.Event()
+
+    def close_when_done() -> None:
+        done.wait()
+        # Let the other direction observe the shutdown, then release the descriptors.
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.close()
+        if on_close is not None:
+            on_close()
+
+    for src, dst in ((a, b), (b, a)):
+        threading.Thread(target=_pump, args=(src, dst, done), daemon=True).start()
+    threading.Thread(target=close_when_done, daemon=True).start()

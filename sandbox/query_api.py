@@ -1,0 +1,196 @@
+"""The Query API transport (HTTPS, for hosted Neo4j), through the same one-host forwarder.
+
+httpx dials the forwarder's Unix socket directly (``HTTPTransport(uds=…)``);
+TLS is negotiated end to end with the real host name, so the forwarder sees
+only ciphertext and the certificate is checked against the configured URL.
+
+Differences from Bolt, stated plainly: the Query API reports no query type, so
+the EXPLAIN check refuses any updating operator in the plan instead; it has no
+per-request transaction timeout, so the runner's wall clock and the server's
+``db.transaction.timeout`` bound a query; and its answer is one JSON document,
+so its size is capped while reading rather than record by record.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any
+
+import httpx
+
+from sandbox.config import SandboxConfig
+from sandbox.explain import ExplainRejected, check_operators_read_only, check_procedures
+from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
+from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+
+TYPED_JSON = "application/vnd.neo4j.query"
+# Reading more than this many times the byte limit means the rows cannot fit anyway.
+RESPONSE_CAP_FACTOR = 8
+_TEMPORAL = {
+    "Date": "date", "Time": "time", "LocalTime": "localtime", "DateTime": "datetime",
+    "OffsetDateTime": "datetime", "ZonedDateTime": "datetime", "LocalDateTime": "localdatetime",
+}  # fmt: skip
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def build_request(config: SandboxConfig, job: SandboxJob, statement: str) -> httpx.Request:
+    """The HTTP request for one statement (exposed for tests)."""
+    database = job.database or config.database or "neo4j"
+    url = f"{str(config.query_api_url).rstrip('/')}/db/{database}/query/v2"
+    body = {"statement": statement, "parameters": job.params, "accessMode": "READ"}
+    token = base64.b64encode(
+        f"{config.neo4j_user}:{config.neo4j_password.get_secret_value()}".encode()
+    ).decode()
+    headers = {"Content-Type": "application/json", "Accept": TYPED_JSON, "Authorization": f"Basic {token}"}
+    return httpx.Request("POST", url, headers=headers, content=json.dumps(body).encode())
+
+
+def _props(value: dict[str, Any]) -> dict[str, JsonValue]:
+    return {k: from_typed(v) for k, v in (value or {}).items()}
+
+
+def _node(v: dict[str, Any]) -> dict[str, JsonValue]:
+    return {TYPE_KEY: "node", "elementId": v.get("_element_id"), "labels": sorted(v.get("_labels", [])),
+            "properties": _props(v.get("_properties", {}))}  # fmt: skip
+
+
+def _rel(v: dict[str, Any]) -> dict[str, JsonValue]:
+    return {TYPE_KEY: "relationship", "elementId": v.get("_element_id"), "type": v.get("_type"),
+            "startElementId": v.get("_start_node_element_id"), "endElementId": v.get("_end_node_element_id"),
+            "properties": _props(v.get("_properties", {}))}  # fmt: skip
+
+
+def from_typed(value: Any) -> JsonValue:
+    """Neo4j's typed JSON ({"$type": "Integer", "_value": "1"}) -> our tagged JSON."""
+    if not isinstance(value, dict) or "$type" not in value:
+        return value
+    kind: str = value["$type"]
+    v: Any = value.get("_value")
+    if kind == "Null":
+        return None
+    if kind in ("Boolean", "String"):
+        return v
+    if kind == "Integer":
+        return int(v)
+    if kind == "Float":
+        f = float(v)
+        return f if f == f and f not in (float("inf"), float("-inf")) else {TYPE_KEY: "float", "value": v}
+    if kind == "List":
+        return [from_typed(x) for x in v]
+    if kind == "Map":
+        mapped = _props(v)
+        return {TYPE_KEY: "map", "value": mapped} if TYPE_KEY in mapped else mapped
+    if kind == "Base64":
+        return {TYPE_KEY: "bytes", "base64": v}
+    if kind in _TEMPORAL:
+        return {TYPE_KEY: _TEMPORAL[kind], "iso": v}
+    if kind == "Duration":
+        return {TYPE_KEY: "duration", "iso": v}
+    if kind == "Point":
+        # "SRID=4326;POINT (1.2 3.4)" or "... POINT Z (1 2 3)"
+        srid_part, _, coords = str(v).partition(";")
+        numbers = [float(x) for x in coords[coords.index("(") + 1 : coords.index(")")].split()]
+        out: dict[str, JsonValue] = {TYPE_KEY: "point", "srid": int(srid_part.split("=")[1]),
+                                     "x": numbers[0], "y": numbers[1]}  # fmt: skip
+        if len(numbers) > 2:
+            out["z"] = numbers[2]
+        return out
+    if kind == "Node":
+        return _node(v)
+    if kind == "Relationship":
+        return _rel(v)
+    if kind == "Path":
+        return {TYPE_KEY: "path", "nodes": [_node(x["_value"]) for x in v if x.get("$type") == "Node"],
+                "relationships": [_rel(x["_value"]) for x in v if x.get("$type") == "Relationship"]}  # fmt: skip
+    return {TYPE_KEY: "unknown", "repr": json.dumps(value)[:200]}
+
+
+class QueryApiBackend:
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        transport = httpx.HTTPTransport(uds=config.neo4j_socket) if config.neo4j_socket else httpx.HTTPTransport()
+        self.client = httpx.Client(transport=transport)
+        self.warm_error: SandboxError | None = None
+
+    def warm(self) -> None:
+        # Open the connection (and TLS session) before the job: a cheap authenticated request.
+        probe = SandboxJob(query_id="warm", cypher="RETURN 1", timeout_seconds=3.0, max_rows=1, max_bytes=64)
+        try:
+            self._post(probe, "RETURN 1", cap=64 * 1024)
+            self.warm_error = None
+        except httpx.HTTPError as exc:
+            self.warm_error = SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}")
+        except _Refused as exc:
+            self.warm_error = SandboxError(code="unavailable", message=exc.message, neo4j_code=exc.code)
+
+    def _post(self, job: SandboxJob, statement: str, cap: int) -> dict[str, Any]:
+        request = build_request(self.config, job, statement)
+        response = self.client.send(request, stream=True)
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_raw():
+                size += len(chunk)
+                if size > cap:
+                    raise _TooLarge
+                chunks.append(chunk)
+        finally:
+            response.close()
+        body: dict[str, Any] = json.loads(b"".join(chunks) or b"{}")
+        errors = body.get("errors") or []
+        if errors or response.status_code >= 400:
+            first = errors[0] if errors else {}
+            raise _Refused(first.get("message", f"HTTP {response.status_code}"), first.get("code"))
+        return body
+
+    def run(self, job: SandboxJob) -> SandboxResult:
+        started = time.perf_counter()
+        self.client.timeout = httpx.Timeout(job.timeout_seconds)
+        cap = job.max_bytes * RESPONSE_CAP_FACTOR + 65536
+        try:
+            if job.explain_check:
+                plan = self._post(job, "EXPLAIN " + job.cypher, cap).get("queryPlan")
+                check_operators_read_only(plan)
+                check_procedures(plan, job.procedures_allowed)
+            body = self._post(job, job.cypher, cap)
+        except _TooLarge:
+            return SandboxResult(query_id=job.query_id, ok=True, truncated=True, truncation="bytes",
+                                 duration_ms=(time.perf_counter() - started) * 1000)  # fmt: skip
+        except ExplainRejected as exc:
+            return _failed(job, SandboxError(code="explain_rejected", message=str(exc)))
+        except _Refused as exc:
+            code = "timeout" if exc.code and "TimedOut" in exc.code else "neo4j_refused"
+            return _failed(job, SandboxError(code=code, message=exc.message, neo4j_code=exc.code))
+        except httpx.TimeoutException:
+            return _failed(job, SandboxError(code="timeout", message="the Query API did not answer in time"))
+        except httpx.HTTPError as exc:
+            return _failed(job, SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}"))
+        data = body.get("data") or {}
+        collector = RowCollector(job.max_rows, job.max_bytes, convert=from_typed)
+        for values in data.get("values") or []:
+            if not collector.add(values):
+                break
+        return SandboxResult(
+            query_id=job.query_id, ok=True, columns=list(data.get("fields") or []), rows=collector.rows,
+            row_count=len(collector.rows), bytes=collector.bytes, truncated=collector.truncation is not None,
+            truncation=collector.truncation, duration_ms=(time.perf_counter() - started) * 1000,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, code: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def _failed(job: SandboxJob, error: SandboxError) -> SandboxResult:
+    return SandboxResult(query_id=job.query_id, ok=False, error=error)

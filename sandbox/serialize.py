@@ -1,0 +1,208 @@
+"""Neo4j values -> JSON, faithfully, and rows -> JSON under a byte budget.
+
+Runs only inside the sandbox (it imports the ``neo4j`` driver's types).
+Tagged objects follow the table in ``sandbox/wire.py``.
+
+Why a budget walk before encoding: a single record may hold a 10 MB string.
+Encoding it only to learn it does not fit would double the memory it costs;
+instead a cheap lower bound (characters count at least one byte each) is
+checked first, and a value that cannot fit is never encoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from neo4j.graph import Node, Path, Relationship
+from neo4j.spatial import Point
+from neo4j.time import Date, DateTime, Duration, Time
+
+from sandbox.wire import Truncation
+
+TYPE_KEY = "$type"
+
+JsonValue = Any  # None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]
+
+
+def _properties(entity: Node | Relationship) -> dict[str, JsonValue]:
+    return {key: to_json(value) for key, value in entity.items()}
+
+
+def _node(node: Node) -> dict[str, JsonValue]:
+    return {
+        TYPE_KEY: "node",
+        "elementId": node.element_id,
+        "labels": sorted(node.labels),
+        "properties": _properties(node),
+    }
+
+
+def _relationship(rel: Relationship) -> dict[str, JsonValue]:
+    start, end = rel.start_node, rel.end_node
+    return {
+        TYPE_KEY: "relationship",
+        "elementId": rel.element_id,
+        "type": rel.type,
+        "startElementId": start.element_id if start is not None else None,
+        "endElementId": end.element_id if end is not None else None,
+        "properties": _properties(rel),
+    }
+
+
+def _zone(value: Time | DateTime) -> str | None:
+    # A named zone (Europe/Stockholm) is more than its offset: keep its name.
+    tz = value.tzinfo
+    if tz is None:
+        return None
+    name = getattr(tz, "key", None) or getattr(tz, "zone", None)
+    return str(name) if name else None
+
+
+def _temporal(value: Date | Time | DateTime) -> dict[str, JsonValue]:
+    if isinstance(value, DateTime):
+        kind = "datetime" if value.tzinfo is not None else "localdatetime"
+    elif isinstance(value, Time):
+        kind = "time" if value.tzinfo is not None else "localtime"
+    else:
+        kind = "date"
+    out: dict[str, JsonValue] = {TYPE_KEY: kind, "iso": value.iso_format()}
+    if not isinstance(value, Date):
+        zone = _zone(value)
+        if zone:
+            out["zone"] = zone
+    return out
+
+
+def _duration(value: Duration) -> dict[str, JsonValue]:
+    return {
+        TYPE_KEY: "duration",
+        "iso": value.iso_format(),
+        "months": value.months,
+        "days": value.days,
+        "seconds": value.seconds,
+        "nanoseconds": value.nanoseconds,
+    }
+
+
+def _point(value: Point) -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {TYPE_KEY: "point", "srid": value.srid, "x": value[0], "y": value[1]}
+    if len(value) > 2:
+        out["z"] = value[2]
+    return out
+
+
+def to_json(value: Any) -> JsonValue:
+    """One Neo4j value as JSON (tagged objects for graph, temporal, spatial and bytes values)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        # JSON has no NaN or infinities; Cypher does.
+        return value if math.isfinite(value) else {TYPE_KEY: "float", "value": repr(value)}
+    if isinstance(value, Node):
+        return _node(value)
+    if isinstance(value, Relationship):
+        return _relationship(value)
+    if isinstance(value, Path):
+        return {
+            TYPE_KEY: "path",
+            "nodes": [_node(n) for n in value.nodes],
+            "relationships": [_relationship(r) for r in value.relationships],
+        }
+    if isinstance(value, Date | Time | DateTime):
+        return _temporal(value)
+    if isinstance(value, Duration):
+        return _duration(value)
+    if isinstance(value, Point):
+        return _point(value)
+    if isinstance(value, bytes | bytearray):
+        return {TYPE_KEY: "bytes", "base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Mapping):
+        mapped = {str(k): to_json(v) for k, v in value.items()}
+        # A user map with a "$type" key would be read as one of our tagged values: wrap it.
+        return {TYPE_KEY: "map", "value": mapped} if TYPE_KEY in mapped else mapped
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    # An unknown driver type is reported, not dropped: the result stays honest.
+    return {TYPE_KEY: "unknown", "repr": repr(value)[:200]}
+
+
+def min_size(value: Any, budget: int) -> int:
+    """A cheap lower bound on the encoded size of ``value``; stops counting once past ``budget``."""
+    total = 0
+    stack = [value]
+    while stack and total <= budget:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, bytes | bytearray):
+            total += (len(item) * 4) // 3
+        elif isinstance(item, Node | Relationship):
+            stack.extend(item.values())
+            total += 2
+        elif isinstance(item, Path):
+            stack.extend(item.nodes)
+            stack.extend(item.relationships)
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+            total += 2
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+            total += 2
+        else:
+            total += 1
+    return total
+
+
+def encode(value: JsonValue) -> str:
+    """The one JSON encoding used for sizes and output (compact, UTF-8, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def row_json(
+    values: Iterable[Any], budget: int, convert: Callable[[Any], JsonValue] = to_json
+) -> tuple[list[JsonValue], int] | None:
+    """A record's values as JSON and their encoded size, or None when they cannot fit in ``budget``."""
+    raw = list(values)
+    if min_size(raw, budget) > budget:
+        return None
+    row = [convert(v) for v in raw]
+    size = len(encode(row).encode("utf-8"))
+    if size > budget:
+        return None
+    return row, size
+
+
+class RowCollector:
+    """Accepts rows until ``max_rows`` or ``max_bytes`` (of the encoded rows array) would be passed.
+
+    ``bytes`` counts exactly what ``encode(rows)`` would produce, brackets and commas included.
+    """
+
+    def __init__(self, max_rows: int, max_bytes: int, convert: Callable[[Any], JsonValue] = to_json) -> None:
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.convert = convert
+        self.rows: list[list[JsonValue]] = []
+        self.bytes = 2  # "[]"
+        self.truncation: Truncation | None = None
+
+    def add(self, values: Iterable[Any]) -> bool:
+        """Take one record; False means stop reading (and ``truncation`` says why)."""
+        if len(self.rows) >= self.max_rows:
+            self.truncation = "rows"
+            return False
+        separator = 1 if self.rows else 0
+        budget = self.max_bytes - self.bytes - separator
+        fitted = row_json(values, budget, self.convert) if budget > 0 else None
+        if fitted is None:
+            self.truncation = "bytes"
+            return False
+        row, size = fitted
+        self.rows.append(row)
+        self.bytes += size + separator
+        return True
