@@ -15,6 +15,8 @@ from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
 from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
 
+WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
+
 
 def _notifications(summary: Any) -> list[Notification]:
     with warnings.catch_warnings():
@@ -77,6 +79,11 @@ class BoltBackend:
         try:
             self.driver.verify_connectivity()
             self.warm_error = None
+            # One throwaway job walks every code path a real one takes (lazy imports, the
+            # session and transaction machinery, the wire models), so the real one is not slower.
+            probe = self.run(WARM_JOB)
+            if probe.error is not None and probe.error.code == "unavailable":
+                self.warm_error = probe.error
         except Exception as exc:  # reported with the job, not here: the container must still answer
             self.warm_error = classify(exc)
 

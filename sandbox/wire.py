@@ -31,6 +31,7 @@ SandboxErrorCode = Literal[
     "explain_rejected",  # the EXPLAIN check found a non-read query or a disallowed procedure
     "unavailable",  # Neo4j could not be reached from the sandbox
     "invalid_job",  # the job line did not validate
+    "sandbox_failed",  # the container died without answering (OOM-killed, crashed); set by the runner
     "internal",  # a bug in the sandbox program
 ]
 

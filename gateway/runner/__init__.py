@@ -1,0 +1,216 @@
+"""The runner: every approved query runs in a fresh, hardened Docker container, never in-process.
+
+    runner = SandboxRunner(RunnerSettings(image=..., neo4j_host=..., neo4j_port=..., neo4j_password=...))
+    result = runner.run(job)          # SandboxResult; raises SandboxUnavailable when no sandbox can run
+    error = error_for(result)         # the typed GatewayError for a failed result, or None
+
+This package imports only the Docker SDK and the wire models: the ``neo4j``
+driver is never loaded into the gateway process, so there is no code path by
+which a query could run unsandboxed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Protocol
+
+import docker.errors
+from docker.client import DockerClient
+
+from gateway.errors import GatewayError, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
+from gateway.runner.docker_io import LABEL_RUNNER, StreamClosed
+from gateway.runner.forwarder import Forwarder
+from gateway.runner.pool import WarmContainer, WarmPool
+from gateway.runner.settings import RunnerSettings
+from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+
+__all__ = ["Runner", "RunnerSettings", "SandboxRunner", "error_for", "remove_leftovers"]
+
+log = logging.getLogger(__name__)
+# A daemon or image that was missing is looked for again at most this often.
+RETRY_START_SECONDS = 5.0
+
+
+class Runner(Protocol):
+    def run(self, job: SandboxJob) -> SandboxResult: ...
+    def available(self) -> tuple[bool, str]: ...
+    def close(self) -> None: ...
+
+
+def error_for(result: SandboxResult) -> GatewayError | None:
+    """The gateway error a failed sandbox result stands for (None when it succeeded)."""
+    if result.ok or result.error is None:
+        return None
+    err = result.error
+    if err.code == "timeout":
+        return QueryTimeout(err.message)
+    if err.code == "neo4j_refused":
+        return Neo4jRefused(err.message, err.neo4j_code)
+    if err.code == "explain_rejected":
+        return QueryRejected("sandbox.explain", err.message)
+    return SandboxUnavailable(err.message)
+
+
+class SandboxRunner:
+    """Implements :class:`Runner` with a warm pool of one-shot containers and one forwarder."""
+
+    def __init__(self, settings: RunnerSettings) -> None:
+        self.settings = settings
+        self.runner_id = uuid.uuid4().hex[:12]
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._forwarder: Forwarder | None = None
+        self._pool: WarmPool | None = None
+        self._reason = "not started"
+        self._last_attempt = 0.0
+        self._closed = False
+        self._start()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Connect to Docker, start the forwarder and the pool; on failure remember why."""
+        self._last_attempt = time.monotonic()
+        try:
+            client = (
+                DockerClient(base_url=self.settings.docker_host, timeout=30)
+                if self.settings.docker_host
+                else DockerClient.from_env(timeout=30)
+            )
+            client.ping()
+            client.images.get(self.settings.image)
+        except docker.errors.ImageNotFound:
+            self._reason = (
+                f"sandbox image {self.settings.image} is not present (build it: cypher-gateway images build sandbox)"
+            )
+            return
+        except Exception as exc:
+            self._reason = f"the Docker daemon is not reachable: {type(exc).__name__}: {str(exc)[:300]}"
+            return
+        forwarder = Forwarder(client, self.settings, self.runner_id)
+        try:
+            forwarder.start()
+        except Exception as exc:
+            forwarder.close()
+            self._reason = f"the Neo4j forwarder could not start: {exc}"
+            return
+        self._client, self._forwarder = client, forwarder
+        self._pool = WarmPool(client, self.settings, forwarder.volume_name, self.runner_id)
+        self._reason = ""
+
+    def _ensure_started(self) -> WarmPool:
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the runner is closed")
+            if self._pool is None and time.monotonic() - self._last_attempt >= RETRY_START_SECONDS:
+                self._start()
+            if self._pool is None:
+                raise SandboxUnavailable(self._reason)
+            return self._pool
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            pool = self._ensure_started()
+        except SandboxUnavailable as exc:
+            return False, exc.message
+        if self._forwarder is None or not self._forwarder.running():
+            return False, "the Neo4j forwarder is not running"
+        if pool.ready_count() == 0 and pool.last_error:
+            return False, pool.last_error
+        return True, ""
+
+    def wait_ready(self, timeout: float = 60.0) -> bool:
+        """Block until the pool is full (tests and benchmarks; the server never waits)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._pool is not None and self._pool.ready_count() >= self.settings.pool_size:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._pool is not None:
+                self._pool.close()
+            if self._forwarder is not None:
+                self._forwarder.close()
+            if self._client is not None:
+                remove_leftovers(self._client, self.runner_id)
+                self._client.close()
+            self._pool = self._forwarder = self._client = None
+
+    # --- running -----------------------------------------------------------------------------
+
+    def run(self, job: SandboxJob) -> SandboxResult:
+        pool = self._ensure_started()
+        warm = pool.take(self.settings.acquire_timeout_seconds)
+        if warm is None:
+            raise SandboxUnavailable(
+                pool.last_error or f"no warm sandbox became ready within {self.settings.acquire_timeout_seconds:g} s"
+            )
+        try:
+            return self._run_in(warm, job)
+        finally:
+            pool.discard(warm)
+
+    def _run_in(self, warm: WarmContainer, job: SandboxJob) -> SandboxResult:
+        wall_clock = job.timeout_seconds + self.settings.wall_clock_grace_seconds
+        deadline = time.monotonic() + wall_clock
+        try:
+            warm.reader.sock.sendall(job.model_dump_json().encode("utf-8") + b"\n")
+            line = warm.reader.read_stdout_line(deadline)
+        except TimeoutError:
+            with contextlib.suppress(Exception):
+                warm.container.kill()
+            return _failure(job, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed")
+        except (StreamClosed, OSError):
+            return _failure(job, "sandbox_failed", self._death_reason(warm))
+        try:
+            result = SandboxResult.model_validate_json(line)
+        except ValueError:
+            return _failure(job, "internal", "the sandbox's answer did not validate")
+        if result.query_id != job.query_id and result.error is None:
+            return _failure(job, "internal", "the sandbox answered a different job")
+        return result
+
+    def _death_reason(self, warm: WarmContainer) -> str:
+        try:
+            warm.container.wait(timeout=5)
+            warm.container.reload()
+            state = warm.container.attrs.get("State", {})
+        except Exception as exc:
+            return f"the sandbox container stopped without answering ({type(exc).__name__})"
+        if state.get("OOMKilled"):
+            return f"the sandbox was killed for exceeding its memory limit ({self.settings.memory_mb} MB)"
+        return f"the sandbox exited without answering (exit code {state.get('ExitCode')})"
+
+    # --- introspection (tests, benchmark) -----------------------------------------------------
+
+    def pool_container_ids(self) -> list[str]:
+        return self._pool.container_ids() if self._pool else []
+
+    def forwarder_container_id(self) -> str | None:
+        return str(self._forwarder.container.id) if self._forwarder and self._forwarder.container else None
+
+
+def _failure(job: SandboxJob, code: Any, message: str) -> SandboxResult:
+    return SandboxResult(query_id=job.query_id, ok=False, error=SandboxError(code=code, message=message))
+
+
+def remove_leftovers(client: Any, runner_id: str | None = None) -> int:
+    """Remove containers and volumes a runner left behind (all runners' when ``runner_id`` is None)."""
+    label = f"{LABEL_RUNNER}={runner_id}" if runner_id else LABEL_RUNNER
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": label}):
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed += 1
+    for volume in client.volumes.list(filters={"label": label}):
+        with contextlib.suppress(Exception):
+            volume.remove(force=True)
+    return removed

@@ -1,0 +1,143 @@
+"""Thin helpers over the Docker SDK: hardened container specs and the attach stream.
+
+The attach stream multiplexes stdout and stderr: each frame is an 8-byte
+header (stream id, three zero bytes, big-endian length) and its payload.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from docker.types import Mount
+
+from gateway.runner.settings import RunnerSettings
+
+SANDBOX_UID = "10001:10001"
+SOCKET_DIR = "/run/cgw"
+SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
+LABEL_ROLE = "cypher-gateway.role"
+LABEL_RUNNER = "cypher-gateway.runner"
+STDOUT, STDERR = 1, 2
+
+
+def hardening(settings: RunnerSettings) -> dict[str, Any]:
+    """Options every container we start gets (sandbox and forwarder alike)."""
+    return {
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        # Docker's default seccomp profile stays on: we never pass seccomp=unconfined.
+        "security_opt": ["no-new-privileges"],
+        "user": SANDBOX_UID,
+        "pids_limit": settings.pids_limit,
+        "mem_limit": f"{settings.memory_mb}m",
+        "memswap_limit": f"{settings.memory_mb}m",  # no swap: a memory hog is OOM-killed, not slowed
+        "nano_cpus": int(settings.cpus * 1e9),
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={settings.tmpfs_mb}m"},
+        "ipc_mode": "none",
+        "log_config": {"Type": "none", "Config": {}},  # nothing a container prints lands in Docker's logs
+    }
+
+
+def sandbox_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dict[str, Any]:
+    env = {
+        "CGW_TRANSPORT": settings.transport,
+        "CGW_NEO4J_SOCKET": SOCKET_PATH,
+        "CGW_NEO4J_USER": settings.neo4j_user,
+        "CGW_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
+    }
+    if settings.database:
+        env["CGW_DATABASE"] = settings.database
+    if settings.transport == "query-api":
+        env["CGW_QUERY_API_URL"] = settings.query_api_url()
+    return {
+        "image": settings.image,
+        "stdin_open": True,
+        "network_mode": "none",
+        "environment": env,
+        "mounts": [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=True)],
+        "labels": {LABEL_ROLE: "sandbox", LABEL_RUNNER: runner_id},
+        **hardening(settings),
+    }
+
+
+def forwarder_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dict[str, Any]:
+    spec = {
+        "image": settings.image,
+        "entrypoint": ["python3", "-m", "sandbox.forwarder"],
+        "command": ["--listen", SOCKET_PATH, "--target", f"{settings.neo4j_host}:{settings.neo4j_port}"],
+        "network_mode": settings.resolved_forwarder_network(),
+        "mounts": [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=False)],
+        "labels": {LABEL_ROLE: "forwarder", LABEL_RUNNER: runner_id},
+        "detach": True,
+        **hardening(settings),
+    }
+    # The forwarder's own output is its readiness line: keep Docker's log for it.
+    spec["log_config"] = {"Type": "json-file", "Config": {"max-size": "1m"}}
+    return spec
+
+
+def raw_socket(attached: Any) -> socket.socket:
+    """The plain socket under what ``attach_socket`` returns (a SocketIO on Unix sockets)."""
+    sock = getattr(attached, "_sock", attached)
+    assert isinstance(sock, socket.socket)
+    return sock
+
+
+class StreamClosed(Exception):
+    pass
+
+
+@dataclass
+class FrameReader:
+    """Reads the multiplexed attach stream; keeps stdout whole and a short stderr tail."""
+
+    sock: socket.socket
+    buffer: bytearray = field(default_factory=bytearray)
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    stdout_cap: int = 64 * 1024 * 1024
+
+    def _fill(self, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        self.sock.settimeout(remaining)
+        try:
+            chunk = self.sock.recv(262144)
+        except TimeoutError:
+            raise
+        except OSError as exc:
+            raise StreamClosed(str(exc)) from exc
+        if not chunk:
+            raise StreamClosed("stream closed")
+        self.buffer += chunk
+
+    def _frames(self) -> None:
+        while len(self.buffer) >= 8:
+            stream, length = self.buffer[0], struct.unpack(">I", self.buffer[4:8])[0]
+            if len(self.buffer) < 8 + length:
+                return
+            payload = bytes(self.buffer[8 : 8 + length])
+            del self.buffer[: 8 + length]
+            if stream == STDOUT:
+                if len(self.stdout) + len(payload) > self.stdout_cap:
+                    raise StreamClosed("sandbox wrote more than the stdout cap")
+                self.stdout += payload
+            elif stream == STDERR:
+                self.stderr = (self.stderr + payload)[-4096:]
+
+    def read_until_stderr(self, marker: bytes, deadline: float) -> None:
+        while marker not in self.stderr:
+            self._fill(deadline)
+            self._frames()
+
+    def read_stdout_line(self, deadline: float) -> bytes:
+        while b"\n" not in self.stdout:
+            self._fill(deadline)
+            self._frames()
+        line, _, _ = bytes(self.stdout).partition(b"\n")
+        return line

@@ -1,0 +1,58 @@
+"""Runner configuration: one explicit object, passed in (never read from globals)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+
+class RunnerSettings(BaseModel):
+    """How sandboxes are started and where the forwarder may connect.
+
+    The password is a ``SecretStr``: printing or logging these settings never shows it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    image: str
+    pool_size: Annotated[int, Field(ge=1, le=64)] = 4
+    # The one host:port the forwarder connects to (Bolt, or HTTPS for the Query API).
+    neo4j_host: str
+    neo4j_port: Annotated[int, Field(gt=0, lt=65536)]
+    neo4j_user: str = "neo4j"
+    neo4j_password: SecretStr
+    database: str | None = None
+    transport: Literal["bolt", "query-api"] = "bolt"
+    # Query API only: https for a hosted instance; http only for a local test server.
+    query_api_scheme: Literal["https", "http"] = "https"
+    # The forwarder's network: "host" when Neo4j listens on the host's loopback, else
+    # the Docker network Neo4j's container is on. Sandboxes themselves never get one.
+    forwarder_network: str | None = None
+
+    # Hardening and resource limits of each sandbox container.
+    memory_mb: Annotated[int, Field(ge=32)] = 256
+    cpus: Annotated[float, Field(gt=0)] = 1.0
+    pids_limit: Annotated[int, Field(ge=8)] = 64
+    tmpfs_mb: Annotated[int, Field(ge=1)] = 16
+    # The hard wall-clock kill is the job's own timeout plus this grace.
+    wall_clock_grace_seconds: Annotated[float, Field(gt=0)] = 2.0
+    # How long a fresh container may take to import, connect and report ready.
+    ready_timeout_seconds: Annotated[float, Field(gt=0)] = 20.0
+    # How long run() waits for a warm container before saying the sandbox is unavailable.
+    acquire_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
+    # None: the environment's DOCKER_HOST (or the default socket).
+    docker_host: str | None = None
+
+    def resolved_forwarder_network(self) -> str:
+        if self.forwarder_network:
+            return self.forwarder_network
+        try:
+            loopback = ipaddress.ip_address(self.neo4j_host).is_loopback
+        except ValueError:
+            loopback = self.neo4j_host == "localhost"
+        return "host" if loopback else "bridge"
+
+    def query_api_url(self) -> str:
+        return f"{self.query_api_scheme}://{self.neo4j_host}:{self.neo4j_port}"
