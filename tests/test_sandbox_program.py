@@ -1,0 +1,214 @@
+"""The sandbox program against the real managed Neo4j (run on the host, direct Bolt URI).
+
+The same code runs inside the container; here it is driven in-process and as a
+subprocess so each behaviour is quick to check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gateway.neo4j_local import Neo4jConnection
+from sandbox.bolt import BoltBackend
+from sandbox.config import SandboxConfig
+from sandbox.main import handle
+from sandbox.serialize import encode
+from sandbox.wire import SandboxResult
+from tests.conftest_sandbox import LIMITS, make_job
+
+pytest_plugins = ["tests.conftest_sandbox"]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def backend(neo4j_connection: Neo4jConnection) -> Iterator[BoltBackend]:
+    config = SandboxConfig(
+        neo4j_uri=neo4j_connection.uri,
+        neo4j_user=neo4j_connection.user,
+        neo4j_password=neo4j_connection.password,  # type: ignore[arg-type]
+        database=neo4j_connection.database,
+    )
+    b = BoltBackend(config)
+    b.warm()
+    assert b.warm_error is None, f"the sandbox backend could not reach Neo4j: {b.warm_error}"
+    yield b
+    b.close()
+
+
+def run(backend: BoltBackend, cypher: str, **kw: Any) -> SandboxResult:
+    return handle(make_job(cypher, **kw).model_dump_json().encode(), backend)
+
+
+def test_types_are_serialized_faithfully(backend: BoltBackend) -> None:
+    result = run(
+        backend,
+        """RETURN date('2024-02-29') AS d, time('12:30:00+01:00') AS t, localtime('08:00') AS lt,
+                  datetime('2024-01-01T10:00:00[Europe/Stockholm]') AS dt, localdatetime('2024-01-01T10:00') AS ldt,
+                  duration('P1Y2M3DT4H5M6.5S') AS du, point({x: 1, y: 2}) AS p2,
+                  point({latitude: 59.3, longitude: 18.0, height: 10}) AS p3,
+                  0.0/0.0 AS nan, {`$type`: 'node', x: 1} AS spoof, [1, 'two', null, true] AS l""",
+    )
+    assert result.ok, result.error
+    row = dict(zip(result.columns, result.rows[0], strict=True))
+    assert row["d"] == {"$type": "date", "iso": "2024-02-29"}
+    assert row["t"]["$type"] == "time" and row["t"]["iso"].startswith("12:30:00")
+    assert row["lt"]["$type"] == "localtime"
+    assert row["dt"]["$type"] == "datetime" and row["dt"].get("zone") == "Europe/Stockholm"
+    assert row["ldt"] == {"$type": "localdatetime", "iso": "2024-01-01T10:00:00.000000000"}
+    assert row["du"]["$type"] == "duration" and row["du"]["months"] == 14 and row["du"]["days"] == 3
+    assert row["du"]["seconds"] == 4 * 3600 + 5 * 60 + 6 and row["du"]["nanoseconds"] == 500_000_000
+    assert row["p2"] == {"$type": "point", "srid": 7203, "x": 1.0, "y": 2.0}
+    assert row["p3"]["srid"] == 4979 and row["p3"]["z"] == 10.0
+    assert row["nan"] == {"$type": "float", "value": "nan"}
+    # A user map cannot pass itself off as a node.
+    assert row["spoof"] == {"$type": "map", "value": {"$type": "node", "x": 1}}
+    assert row["l"] == [1, "two", None, True]
+    assert result.query_type == "r"
+
+
+def test_graph_values(backend: BoltBackend, seeded: str) -> None:
+    result = run(backend, f"MATCH p = (a:{seeded} {{i: 1}})-[r:NEXT]->(b) RETURN a, r, p")
+    assert result.ok, result.error
+    node, rel, path = result.rows[0]
+    assert node["$type"] == "node" and node["labels"] == [seeded] and node["properties"]["i"] == 1
+    assert node["elementId"]
+    assert rel["$type"] == "relationship" and rel["type"] == "NEXT" and rel["properties"] == {"w": 1}
+    assert rel["startElementId"] == node["elementId"]
+    assert path["$type"] == "path" and len(path["nodes"]) == 2 and len(path["relationships"]) == 1
+
+
+def test_truncation_by_rows(backend: BoltBackend) -> None:
+    result = run(backend, "UNWIND range(1, 1000) AS i RETURN i")
+    assert result.ok
+    assert result.row_count == LIMITS.max_rows == len(result.rows)
+    assert result.truncated and result.truncation == "rows"
+    assert result.bytes == len(encode(result.rows).encode())
+
+
+def test_exactly_max_rows_is_not_truncated(backend: BoltBackend) -> None:
+    result = run(backend, "UNWIND range(1, $n) AS i RETURN i", params={"n": LIMITS.max_rows})
+    assert result.ok and result.row_count == LIMITS.max_rows and not result.truncated
+
+
+def test_truncation_by_bytes(backend: BoltBackend) -> None:
+    # Each row is ~10 KB: the byte limit comes before the row limit.
+    result = run(backend, "UNWIND range(1, 100) AS i RETURN i, reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij') AS s")
+    assert result.ok
+    assert result.truncated and result.truncation == "bytes"
+    assert 0 < result.row_count < LIMITS.max_rows
+    assert result.bytes <= LIMITS.max_bytes
+    assert result.bytes == len(encode(result.rows).encode())
+
+
+def test_a_ten_megabyte_string_is_not_returned_or_copied(backend: BoltBackend) -> None:
+    import tracemalloc
+
+    tracemalloc.start()
+
+    result = run(backend, "WITH reduce(s = 'x', i IN range(1, 23) | s + s) + 'yy' AS big RETURN big")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert result.ok
+    assert result.row_count == 0 and result.truncated and result.truncation == "bytes"
+    # The driver must hold the 8 MB value once; nothing of ours may encode a copy of it.
+    assert peak < 40 * 1024 * 1024
+
+
+def test_explain_check_rejects_writes_and_schema_commands(backend: BoltBackend) -> None:
+    for cypher in ("CREATE (n:SbxPwned) RETURN n", "MATCH (n) SET n.pwned = true", "CREATE INDEX sbx_pwned IF NOT EXISTS FOR (n:SbxPwned) ON (n.x)"):
+        result = run(backend, cypher)
+        assert not result.ok and result.error is not None
+        assert result.error.code == "explain_rejected", (cypher, result.error)
+
+
+def test_explain_check_enforces_the_procedure_allow_list(backend: BoltBackend) -> None:
+    allowed = run(backend, "CALL db.labels() YIELD label RETURN count(label) AS c")
+    assert allowed.ok, allowed.error
+    for cypher in ("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType", "CALL db.`labels`() YIELD label RETURN label"):
+        result = run(backend, cypher, procedures_allowed=["db.propertyKeys"])
+        assert result.error is not None and result.error.code == "explain_rejected", cypher
+        assert "allow-list" in result.error.message
+
+
+def test_read_mode_alone_refuses_a_write(backend: BoltBackend) -> None:
+    result = run(backend, "CREATE (n:SbxPwned) RETURN n", explain_check=False)
+    assert result.error is not None
+    assert result.error.code == "neo4j_refused"
+    assert result.error.neo4j_code == "Neo.ClientError.Statement.AccessMode"
+
+
+def test_syntax_error_is_neo4j_refusing(backend: BoltBackend) -> None:
+    result = run(backend, "MATCH (n RETURN n")
+    assert result.error is not None and result.error.code == "neo4j_refused"
+    assert result.error.neo4j_code == "Neo.ClientError.Statement.SyntaxError"
+
+
+def test_timeout_is_reported_as_timeout(backend: BoltBackend) -> None:
+    # A CPU-bound read far longer than the 1 s budget: Neo4j must terminate it.
+    result = run(
+        backend,
+        "UNWIND range(1, 100000) AS a UNWIND range(1, 100000) AS b RETURN count(*) AS c",
+        timeout_seconds=1.0,
+    )
+    assert result.error is not None and result.error.code == "timeout", result.error
+    assert result.duration_ms < 5000
+
+
+def test_invalid_job_is_reported(backend: BoltBackend) -> None:
+    result = handle(b'{"query_id": "x", "cypher": "RETURN 1"}', backend)
+    assert result.error is not None and result.error.code == "invalid_job"
+
+
+def test_notifications_are_returned(backend: BoltBackend) -> None:
+    result = run(backend, "MATCH (a:SbxNothing), (b:SbxNothing) RETURN count(*) AS c")
+    assert result.ok
+    codes = {n.code for n in result.notifications}
+    assert "Neo.ClientNotification.Statement.CartesianProduct" in codes
+
+
+def test_the_program_end_to_end_as_a_subprocess(bolt_env: dict[str, str]) -> None:
+    job = make_job("UNWIND range(1, 3) AS i RETURN i")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sandbox.main"], input=job.model_dump_json() + "\n",
+        capture_output=True, text=True, env=bolt_env, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, "stdout must hold exactly one result line"
+    result = SandboxResult.model_validate_json(lines[0])
+    assert result.ok and result.rows == [[1], [2], [3]] and result.query_id == job.query_id
+    assert "sandbox: ready" in proc.stderr
+    assert bolt_env["CGW_NEO4J_PASSWORD"] not in proc.stderr + proc.stdout
+
+
+def test_neo4j_unreachable_is_unavailable(bolt_env: dict[str, str]) -> None:
+    env = {**bolt_env, "CGW_NEO4J_URI": "bolt://127.0.0.1:1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sandbox.main"], input=make_job("RETURN 1").model_dump_json() + "\n",
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    result = SandboxResult.model_validate_json(proc.stdout.strip())
+    assert result.error is not None and result.error.code == "unavailable"
+    assert not result.rows
+
+
+def test_password_is_scrubbed_from_the_environment(bolt_env: dict[str, str]) -> None:
+    code = "from sandbox.config import SandboxConfig; import os; SandboxConfig.from_env(); print('CGW_NEO4J_PASSWORD' in os.environ)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=bolt_env, timeout=30)
+    assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_bytes_and_unknown_values_are_tagged() -> None:
+    from sandbox.serialize import to_json
+
+    # Bytes never arrive as JSON parameters, so they are checked on the serializer directly.
+    assert to_json(b"\x00\xffhi") == {"$type": "bytes", "base64": "AP9oaQ=="}
+    assert to_json(object())["$type"] == "unknown"
+    assert to_json(float("inf")) == {"$type": "float", "value": "inf"}
