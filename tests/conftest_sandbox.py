@@ -108,9 +108,7 @@ def seeded(neo4j_driver: Any) -> Iterator[str]:
         session.run(
             f"UNWIND range(1, 30) AS i CREATE (:{label} {{i: i, name: 'n' + toString(i), layers: ['public']}})"
         ).consume()
-        session.run(
-            f"MATCH (a:{label}), (b:{label}) WHERE b.i = a.i + 1 CREATE (a)-[:NEXT {{w: a.i}}]->(b)"
-        ).consume()
+        session.run(f"MATCH (a:{label}), (b:{label}) WHERE b.i = a.i + 1 CREATE (a)-[:NEXT {{w: a.i}}]->(b)").consume()
     yield label
     with neo4j_driver.session() as session:
         session.run(f"MATCH (n:{label}) DETACH DELETE n").consume()
@@ -119,12 +117,8 @@ def seeded(neo4j_driver: Any) -> Iterator[str]:
 def fingerprint(driver: Any, label: str) -> dict[str, Any]:
     """Counts and a checksum of every property under ``label``, plus the whole database's counts."""
     with driver.session() as session:
-        nodes = session.run(
-            f"MATCH (n:{label}) RETURN n.i AS i, properties(n) AS p, labels(n) AS l ORDER BY i"
-        ).data()
-        rels = session.run(
-            f"MATCH (:{label})-[r]->() RETURN type(r) AS t, properties(r) AS p ORDER BY p.w"
-        ).data()
+        nodes = session.run(f"MATCH (n:{label}) RETURN n.i AS i, properties(n) AS p, labels(n) AS l ORDER BY i").data()
+        rels = session.run(f"MATCH (:{label})-[r]->() RETURN type(r) AS t, properties(r) AS p ORDER BY p.w").data()
         total_nodes = session.run("MATCH (n) RETURN count(n) AS c").single()["c"]
         total_rels = session.run("MATCH ()-[r]->() RETURN count(r) AS c").single()["c"]
     digest = hashlib.sha256(json.dumps([nodes, rels], sort_keys=True, default=str).encode()).hexdigest()

@@ -37,7 +37,12 @@ def test_every_container_is_used_once(sandbox_runner: SandboxRunner, docker_clie
     assert len(before - after) == len(before)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        alive = {c.id for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUNNER}={sandbox_runner.runner_id}"})}
+        alive = {
+            c.id
+            for c in docker_client.containers.list(
+                all=True, filters={"label": f"{LABEL_RUNNER}={sandbox_runner.runner_id}"}
+            )
+        }
         if not (before & alive):
             break
         time.sleep(0.2)

@@ -6,8 +6,6 @@ subprocess so each behaviour is quick to check.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,7 +30,7 @@ def backend(neo4j_connection: Neo4jConnection) -> Iterator[BoltBackend]:
     config = SandboxConfig(
         neo4j_uri=neo4j_connection.uri,
         neo4j_user=neo4j_connection.user,
-        neo4j_password=neo4j_connection.password,  # type: ignore[arg-type]
+        neo4j_password=neo4j_connection.password,
         database=neo4j_connection.database,
     )
     b = BoltBackend(config)
@@ -99,7 +97,9 @@ def test_exactly_max_rows_is_not_truncated(backend: BoltBackend) -> None:
 
 def test_truncation_by_bytes(backend: BoltBackend) -> None:
     # Each row is ~10 KB: the byte limit comes before the row limit.
-    result = run(backend, "UNWIND range(1, 100) AS i RETURN i, reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij') AS s")
+    result = run(
+        backend, "UNWIND range(1, 100) AS i RETURN i, reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij') AS s"
+    )
     assert result.ok
     assert result.truncated and result.truncation == "bytes"
     assert 0 < result.row_count < LIMITS.max_rows
@@ -122,7 +122,11 @@ def test_a_ten_megabyte_string_is_not_returned_or_copied(backend: BoltBackend) -
 
 
 def test_explain_check_rejects_writes_and_schema_commands(backend: BoltBackend) -> None:
-    for cypher in ("CREATE (n:SbxPwned) RETURN n", "MATCH (n) SET n.pwned = true", "CREATE INDEX sbx_pwned IF NOT EXISTS FOR (n:SbxPwned) ON (n.x)"):
+    for cypher in (
+        "CREATE (n:SbxPwned) RETURN n",
+        "MATCH (n) SET n.pwned = true",
+        "CREATE INDEX sbx_pwned IF NOT EXISTS FOR (n:SbxPwned) ON (n.x)",
+    ):
         result = run(backend, cypher)
         assert not result.ok and result.error is not None
         assert result.error.code == "explain_rejected", (cypher, result.error)
@@ -131,7 +135,10 @@ def test_explain_check_rejects_writes_and_schema_commands(backend: BoltBackend) 
 def test_explain_check_enforces_the_procedure_allow_list(backend: BoltBackend) -> None:
     allowed = run(backend, "CALL db.labels() YIELD label RETURN count(label) AS c")
     assert allowed.ok, allowed.error
-    for cypher in ("CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType", "CALL db.`labels`() YIELD label RETURN label"):
+    for cypher in (
+        "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType",
+        "CALL db.`labels`() YIELD label RETURN label",
+    ):
         result = run(backend, cypher, procedures_allowed=["db.propertyKeys"])
         assert result.error is not None and result.error.code == "explain_rejected", cypher
         assert "allow-list" in result.error.message
@@ -200,7 +207,10 @@ def test_neo4j_unreachable_is_unavailable(bolt_env: dict[str, str]) -> None:
 
 
 def test_password_is_scrubbed_from_the_environment(bolt_env: dict[str, str]) -> None:
-    code = "from sandbox.config import SandboxConfig; import os; SandboxConfig.from_env(); print('CGW_NEO4J_PASSWORD' in os.environ)"
+    code = (
+        "from sandbox.config import SandboxConfig; import os; SandboxConfig.from_env(); "
+        "print('CGW_NEO4J_PASSWORD' in os.environ)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=bolt_env, timeout=30)
     assert proc.stdout.strip() == "False", proc.stderr
 
