@@ -140,7 +140,9 @@ class SandboxRunner:
             if self._forwarder is not None:
                 self._forwarder.close()
             if self._client is not None:
-                remove_leftovers(self._client, self.runner_id)
+                # The daemon may be gone; close() must still return.
+                with contextlib.suppress(Exception):
+                    remove_leftovers(self._client, self.runner_id)
                 self._client.close()
             self._pool = self._forwarder = self._client = None
 

@@ -50,6 +50,10 @@ class WarmPool:
         self._lock = threading.Condition()
         self._closed = False
         self.last_error: str | None = None
+        # After a failed start, the next one waits (doubling up to a cap) so a dead daemon
+        # or a missing image is not hammered.
+        self._backoff = 0.0
+        self._next_start = 0.0
         self.started = 0
         self.start_seconds: list[float] = []
         # Starts are mostly waiting on the daemon; two at a time keeps 2 cores responsive.
@@ -65,12 +69,14 @@ class WarmPool:
             with self._lock:
                 if self._closed:
                     return
+                now = time.monotonic()
                 deficit = self.settings.pool_size - self._ready.qsize() - self._starting
-                for _ in range(max(0, deficit)):
-                    self._starting += 1
-                    self._starter.submit(self._start_one)
-                # After a failure, back off so a dead daemon is not hammered.
-                self._lock.wait(timeout=2.0 if self.last_error else 0.5)
+                if now >= self._next_start:
+                    # While failing, probe with one start at a time.
+                    for _ in range(max(0, min(deficit, 1) if self._backoff else deficit)):
+                        self._starting += 1
+                        self._starter.submit(self._start_one)
+                self._lock.wait(timeout=max(0.05, min(0.5, self._next_start - now)) if self._backoff else 0.5)
 
     def _start_one(self) -> None:
         began = time.monotonic()
@@ -88,11 +94,14 @@ class WarmPool:
                     return
                 self._ready.put(warm)
                 self.last_error = None
+                self._backoff = 0.0
                 self.started += 1
                 self.start_seconds.append(time.monotonic() - began)
         except Exception as exc:
             with self._lock:
                 self.last_error = _describe(exc, self.settings.image)
+                self._backoff = min(max(self._backoff * 2, 0.5), 5.0)
+                self._next_start = time.monotonic() + self._backoff
             log.warning("sandbox start failed: %s", self.last_error)
             if container is not None:
                 self._remove(container)
