@@ -4,6 +4,7 @@ stays up, answers with a typed error (or SandboxUnavailable, which the tools rep
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import tempfile
@@ -63,10 +64,8 @@ class DockerSocketProxy:
         self.server.close()
         os.unlink(self.path)
         for conn in self.conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 @pytest.fixture()
