@@ -56,8 +56,7 @@ class WarmPool:
         self._next_start = 0.0
         self.started = 0
         self.start_seconds: list[float] = []
-        # Starts are mostly waiting on the daemon; two at a time keeps 2 cores responsive.
-        self._starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sandbox-start")
+        self._starter = ThreadPoolExecutor(max_workers=settings.start_concurrency, thread_name_prefix="sandbox-start")
         self._reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sandbox-reap")
         self._supervisor = threading.Thread(target=self._supervise, name="sandbox-pool", daemon=True)
         self._supervisor.start()

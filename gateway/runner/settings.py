@@ -40,6 +40,8 @@ class RunnerSettings(BaseModel):
     wall_clock_grace_seconds: Annotated[float, Field(gt=0)] = 2.0
     # How long a fresh container may take to import, connect and report ready.
     ready_timeout_seconds: Annotated[float, Field(gt=0)] = 20.0
+    # Containers started in parallel when refilling; each start is mostly daemon time.
+    start_concurrency: Annotated[int, Field(ge=1, le=16)] = 2
     # How long run() waits for a warm container before saying the sandbox is unavailable.
     acquire_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
     # None: the environment's DOCKER_HOST (or the default socket).
