@@ -1,0 +1,57 @@
+"""Neo4j as a container: the forwarder joins Neo4j's network, the sandbox still has none.
+
+With a fresh Neo4j the expected count is exact, and the probe shows that from inside
+the sandbox the Neo4j container's other port (HTTP 7474) is unreachable while Bolt
+through the socket works.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
+from gateway.runner.docker_io import sandbox_spec
+from tests.conftest_sandbox import make_job
+from tests.test_network import _run_probe
+
+pytest_plugins = ["tests.conftest_sandbox"]
+pytestmark = pytest.mark.integration
+
+
+def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_image: str, docker_client: Any) -> None:
+    from testcontainers.community.neo4j import Neo4jContainer
+
+    network = docker_client.networks.create(f"cgw-neo4j-{uuid.uuid4().hex[:8]}")
+    try:
+        with Neo4jContainer(image=neo4j_image, password="container-pw").with_kwargs(
+            network=network.name, hostname="neo4j"
+        ) as neo4j_container:
+            with neo4j_container.get_driver() as driver:
+                driver.execute_query("UNWIND range(1, 23) AS i CREATE (:Seed {i: i})")
+            settings = RunnerSettings(
+                image=sandbox_image, pool_size=1, neo4j_host="neo4j", neo4j_port=7687,
+                neo4j_password=SecretStr("container-pw"), database="neo4j", forwarder_network=network.name,
+            )  # fmt: skip
+            runner = SandboxRunner(settings)
+            try:
+                assert runner.wait_ready(60), runner.available()
+                result = runner.run(make_job("MATCH (n:Seed) RETURN count(n) AS c"))
+                assert result.ok and result.rows == [[23]], result
+                neo4j_container.get_wrapped_container().reload()
+                ip = neo4j_container.get_wrapped_container().attrs["NetworkSettings"]["Networks"][network.name][
+                    "IPAddress"
+                ]
+                spec = sandbox_spec(settings, f"cgw-sock-{runner.runner_id}", runner.runner_id)
+                probe = _run_probe(docker_client, spec, [(ip, 7474), (ip, 7687)], with_socket=True)
+                assert probe["bolt_via_socket"] == 42
+                assert all(v.startswith("blocked") for v in probe["tcp"].values()), probe["tcp"]
+                assert probe["dns"]["neo4j"].startswith("failed"), probe["dns"]
+            finally:
+                runner.close()
+                assert remove_leftovers(docker_client, runner.runner_id) == 0
+    finally:
+        network.remove()

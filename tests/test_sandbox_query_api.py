@@ -1,0 +1,80 @@
+"""The Query API transport (httpx over the forwarder's socket), against the managed Neo4j's
+HTTP Query API. A hosted Neo4j would be https on 443; the one-host rule is the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from gateway.neo4j_local import Neo4jConnection
+from gateway.runner import SandboxRunner, remove_leftovers
+from sandbox.config import SandboxConfig
+from sandbox.query_api import build_request, from_typed
+from tests.conftest_sandbox import SettingsFactory, count_label, make_job
+
+pytest_plugins = ["tests.conftest_sandbox"]
+
+
+def test_request_building() -> None:
+    config = SandboxConfig(
+        transport="query-api", query_api_url="https://db.example.com:443/", neo4j_user="u",
+        neo4j_password="p", database="movies",
+    )  # fmt: skip
+    request = build_request(config, make_job("RETURN $x", params={"x": 1}), "RETURN $x")
+    assert str(request.url) == "https://db.example.com/db/movies/query/v2"
+    assert request.headers["Authorization"] == "Basic dTpw"
+    assert request.headers["Accept"] == "application/vnd.neo4j.query"
+    assert b'"accessMode": "READ"' in request.content and b'"parameters": {"x": 1}' in request.content
+
+
+def test_typed_json_conversion() -> None:
+    assert from_typed({"$type": "Integer", "_value": "9007199254740993"}) == 9007199254740993
+    assert from_typed({"$type": "Point", "_value": "SRID=4979;POINT Z (1.5 2 3)"}) == {
+        "$type": "point", "srid": 4979, "x": 1.5, "y": 2.0, "z": 3.0,
+    }  # fmt: skip
+    node = {"$type": "Node", "_value": {"_element_id": "4:x:1", "_labels": ["B", "A"],
+            "_properties": {"n": {"$type": "String", "_value": "v"}}}}  # fmt: skip
+    assert from_typed(node) == {"$type": "node", "elementId": "4:x:1", "labels": ["A", "B"], "properties": {"n": "v"}}
+    assert from_typed({"$type": "Map", "_value": {"$type": {"$type": "String", "_value": "node"}}}) == {
+        "$type": "map", "value": {"$type": "node"},
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def query_api_runner(
+    runner_settings: SettingsFactory, neo4j_connection: Neo4jConnection, docker_client: Any
+) -> Iterator[SandboxRunner]:
+    assert neo4j_connection.http_uri, "the managed Neo4j reports no HTTP address for the Query API"
+    http = urlparse(neo4j_connection.http_uri)
+    runner = SandboxRunner(
+        runner_settings(
+            transport="query-api", query_api_scheme="http", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1
+        )
+    )
+    assert runner.wait_ready(60), runner.available()
+    yield runner
+    runner.close()
+    assert remove_leftovers(docker_client, runner.runner_id) == 0
+
+
+@pytest.mark.integration
+def test_query_api_reads_through_the_sandbox(query_api_runner: SandboxRunner, seeded: str) -> None:
+    result = query_api_runner.run(make_job(f"MATCH (n:{seeded}) WHERE n.i <= 2 RETURN n, n.i AS i ORDER BY i"))
+    assert result.ok, result.error
+    assert result.columns == ["n", "i"] and [r[1] for r in result.rows] == [1, 2]
+    assert result.rows[0][0]["$type"] == "node" and result.rows[0][0]["labels"] == [seeded]
+
+
+@pytest.mark.integration
+def test_query_api_truncates_and_refuses_writes(query_api_runner: SandboxRunner, neo4j_driver: Any) -> None:
+    result = query_api_runner.run(make_job("UNWIND range(1, 1000) AS i RETURN i"))
+    assert result.ok and result.truncated and result.truncation == "rows"
+    pwned = "QapiPwned"
+    rejected = query_api_runner.run(make_job(f"CREATE (:{pwned})"))
+    assert rejected.error is not None and rejected.error.code == "explain_rejected"
+    refused = query_api_runner.run(make_job(f"CREATE (:{pwned})", explain_check=False))
+    assert refused.error is not None and refused.error.neo4j_code == "Neo.ClientError.Statement.AccessMode"
+    assert count_label(neo4j_driver, pwned) == 0
