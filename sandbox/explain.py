@@ -23,6 +23,11 @@ _UPDATING_OPERATOR = re.compile(
 )
 
 
+# Read operators that still reach outside the database: Neo4j itself fetches the URL
+# (SSRF, local files, exfiltration by URL), so a read query type is not enough.
+_EXTERNAL_OPERATORS = frozenset({"loadcsv"})
+
+
 class ExplainRejected(Exception):
     """The plan is not a pure read, or it calls a procedure that is not allowed."""
 
@@ -60,6 +65,14 @@ def check_procedures(plan: Mapping[str, Any] | None, allowed: Iterable[str]) -> 
     for name in plan_procedures(plan):
         if name.lower() not in allow:
             raise ExplainRejected(f"procedure {name} is not on the allow-list")
+
+
+def check_no_external_access(plan: Mapping[str, Any] | None) -> None:
+    if plan is None:
+        raise ExplainRejected("Neo4j returned no plan for EXPLAIN; refusing")
+    for op in _operators(plan):
+        if _operator_name(op).lower() in _EXTERNAL_OPERATORS:
+            raise ExplainRejected(f"the plan contains {_operator_name(op)}, which reads from outside the database")
 
 
 def check_query_type(query_type: str | None) -> None:

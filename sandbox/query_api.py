@@ -21,7 +21,12 @@ from typing import Any
 import httpx
 
 from sandbox.config import SandboxConfig
-from sandbox.explain import ExplainRejected, check_operators_read_only, check_procedures
+from sandbox.explain import (
+    ExplainRejected,
+    check_no_external_access,
+    check_operators_read_only,
+    check_procedures,
+)
 from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 
@@ -43,9 +48,7 @@ def build_request(config: SandboxConfig, job: SandboxJob, statement: str) -> htt
     database = job.database or config.database or "neo4j"
     url = f"{str(config.query_api_url).rstrip('/')}/db/{database}/query/v2"
     body = {"statement": statement, "parameters": job.params, "accessMode": "READ"}
-    token = base64.b64encode(
-        f"{config.neo4j_user}:{config.neo4j_password.get_secret_value()}".encode()
-    ).decode()
+    token = base64.b64encode(f"{config.neo4j_user}:{config.neo4j_password.get_secret_value()}".encode()).decode()
     headers = {"Content-Type": "application/json", "Accept": TYPED_JSON, "Authorization": f"Basic {token}"}
     return httpx.Request("POST", url, headers=headers, content=json.dumps(body).encode())
 
@@ -157,6 +160,7 @@ class QueryApiBackend:
                 plan = self._post(job, "EXPLAIN " + job.cypher, cap).get("queryPlan")
                 check_operators_read_only(plan)
                 check_procedures(plan, job.procedures_allowed)
+                check_no_external_access(plan)
             body = self._post(job, job.cypher, cap)
         except _TooLarge:
             return SandboxResult(query_id=job.query_id, ok=True, truncated=True, truncation="bytes",

