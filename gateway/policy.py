@@ -60,9 +60,9 @@ class ToolPolicy(_Strict):
 
     description: str = ""
     allowed_clauses: frozenset[ClauseKind]
-    # Fully qualified, case-insensitive procedure names; an exact allow-list.
+    # Fully qualified procedure names; an exact, case-sensitive allow-list (Neo4j's own resolution).
     procedures_allowed: frozenset[str] = frozenset()
-    # Glob patterns (``apoc.load.*``) over fully qualified function names.
+    # Glob patterns (``apoc.load.*``) over fully qualified function names, matched case-insensitively.
     functions_denied: tuple[str, ...] = ()
     # Parameters the query must reference (``$repository``) and the caller must supply.
     required_parameters: tuple[str, ...] = ()

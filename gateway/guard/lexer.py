@@ -1,11 +1,21 @@
-"""Tokens of Neo4j 5 Cypher, produced by one linear scan.
+r"""Tokens of Neo4j 5 Cypher, produced by one linear scan.
 
 The lexer follows Neo4j's own lexical rules where a guard could be fooled:
 
 * block comments do **not** nest (``/* a /* b */`` ends at the first ``*/``);
-* ``//`` comments end at ``\\r`` as well as ``\\n``;
-* strings use backslash escapes, so ``'x\\\\'`` is a complete string;
+* ``//`` comments end at ``\r`` as well as ``\n``;
+* strings use backslash escapes, so ``'x\\'`` is a complete string;
 * backticked names escape a backtick by doubling it and are never keywords;
+* whitespace is an explicit set (ASCII whitespace and the Unicode space
+  separators), not Python's ``\s``: a character Neo4j might read as part of a
+  name is never silently dropped here;
+* a ``//`` comment containing a Unicode line separator (U+0085, U+2028, …) is
+  refused: if Neo4j ended the comment there, the rest of the line would be code
+  this lexer never saw;
+* Neo4j decodes ``\uXXXX`` escapes in the raw text *before* lexing (measured
+  on 5.26: ``'\u0027 CREATE (x) //'`` is an empty string followed by a live
+  CREATE, and ``// \u000a`` ends a comment). Any ``\uXXXX`` that decodes to
+  something other than a letter or digit is refused wherever it appears;
 * anything else (an unknown character, an unterminated string or comment) is a
   :class:`LexError`, so the guard fails closed.
 """
@@ -36,7 +46,7 @@ class Token:
 # Order matters: longer operators before their prefixes; ``..`` before numbers like ``.5``.
 _MASTER = re.compile(
     r"""
-    (?P<WS>\s+)
+    (?P<WS>[ \t\n\r\x0b\x0c\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+)
   | (?P<LCOMMENT>//[^\r\n]*)
   | (?P<BCOMMENT>/\*.*?\*/)
   | (?P<BADCOMMENT>/\*)
@@ -47,12 +57,14 @@ _MASTER = re.compile(
   | (?P<PARAM>\$(?:[^\W\d]\w*|\d+|`(?:[^`]|``)*`))
   | (?P<NUM>0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|(?:\d[\d_]*(?:\.\d[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?)
   | (?P<ID>[^\W\d]\w*)
-  | (?P<OP>\.\.|<>|<=|>=|!=|=~|\+=|::|\|\||[-+*/%^=<>()\[\]{},.:;|&!?])
+  | (?P<OP>\.\.|<>|<=|>=|=~|\+=|::|\|\||[-+*/%^=<>()\[\]{},.:;|&!?])
   | (?P<ERR>.)
     """,
     re.VERBOSE | re.DOTALL,
 )
 
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_ODD_LINE_BREAK = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
@@ -63,13 +75,26 @@ def tokenize(text: str) -> tuple[list[Token], int]:
     Brackets are matched here so the parser can look past a parenthesised group
     in O(1), and so an unbalanced query is refused before parsing.
     """
+    if "\\u" in text:
+        for esc in _UNICODE_ESCAPE.finditer(text):
+            decoded = chr(int(esc.group(1), 16))
+            if not decoded.isalnum():
+                raise LexError(
+                    f"the escape {esc.group()} decodes to {decoded!r}, which Neo4j applies before reading "
+                    "strings and comments; write the character itself",
+                    esc.start(),
+                )
     tokens: list[Token] = []
     stack: list[int] = []
     max_depth = 0
     for m in _MASTER.finditer(text):
         kind = m.lastgroup
         start, end = m.span()
-        if kind in ("WS", "LCOMMENT", "BCOMMENT"):
+        if kind == "WS" or kind == "BCOMMENT":
+            continue
+        if kind == "LCOMMENT":
+            if _ODD_LINE_BREAK.search(m.group()):
+                raise LexError("a // comment contains an unusual line separator", start)
             continue
         if kind == "ID":
             value = m.group()

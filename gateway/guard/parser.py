@@ -45,7 +45,7 @@ _CREATE_ADMIN = frozenset(
 )
 READ_CLAUSE_KEYWORDS = frozenset({"MATCH", "OPTIONAL", "WITH", "RETURN", "UNWIND", "CALL", "FINISH", "USE", "LOAD"})
 CLAUSE_KEYWORDS = READ_CLAUSE_KEYWORDS | WRITE_KEYWORDS | ADMIN_KEYWORDS
-_COMPARISON = frozenset({"=", "<>", "!=", "<", ">", "<=", ">="})
+_COMPARISON = frozenset({"=", "<>", "<", ">", "<=", ">="})
 _QUANTIFIERS = frozenset({"ALL", "ANY", "NONE", "SINGLE"})
 _TYPE_WORDS = frozenset(
     {"BOOL", "BOOLEAN", "VARCHAR", "STRING", "INT", "INTEGER", "SIGNED", "INTEGER8", "INTEGER16",
@@ -673,7 +673,7 @@ class Parser:
         while self.at_op(*_COMPARISON):
             op = self.advance().value
             right = self.parse_predicate()
-            left = a.BinaryOp(left.start, right.end, "<>" if op == "!=" else op, left, right)
+            left = a.BinaryOp(left.start, right.end, op, left, right)
         return left
 
     def parse_predicate(self) -> a.Expr:

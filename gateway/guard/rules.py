@@ -91,9 +91,10 @@ def _clauses(ctx: Context) -> str | None:
 
 
 def _procedures(ctx: Context) -> str | None:
-    allowed = {p.lower() for p in ctx.tool_policy.procedures_allowed}
+    # Exact and case-sensitive, as Neo4j resolves procedure names.
+    allowed = ctx.tool_policy.procedures_allowed
     for name in ctx.parsed.facts.procedures:
-        if name.lower() not in allowed:
+        if name not in allowed:
             hint = f" (allowed: {', '.join(sorted(ctx.tool_policy.procedures_allowed))})" if allowed else ""
             return f"procedure {name} is not on the {ctx.tool} tool's allow-list{hint}"
     return None

