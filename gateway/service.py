@@ -1,0 +1,301 @@
+"""The core: one request's path through every layer, top to bottom.
+
+    guard.check  ->  scope.rewrite  ->  SandboxJob  ->  runner.run  ->  ToolResult
+
+The MCP server, the CLI and the must-not-retrieve runner all call ``Gateway``;
+none of them re-implement a step. Nothing here imports the ``neo4j`` driver:
+the only way a query reaches Neo4j is through a sandbox container.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway import guard, scope
+from gateway.audit import AuditEvent, AuditLog
+from gateway.errors import GatewayError, InvalidInput, QueryRejected, SandboxUnavailable
+from gateway.guard.parse import GuardParseError, ParsedQuery
+from gateway.policy import Policy, ToolName
+from gateway.runner import Runner, error_for
+from sandbox.wire import Notification, QueryType, SandboxJob, SandboxResult, ScopeCheck, Truncation
+
+Transport = Literal["stdio", "http", "direct"]
+
+
+class Principal(BaseModel):
+    """Who is asking, and which layers they may see. An empty scope means global-only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    scope: frozenset[str] = frozenset()
+
+
+class LayerSwitches(BaseModel):
+    """Each layer can be switched off, only so tests can prove every other layer holds alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    guard: bool = True
+    scope_rewrite: bool = True
+    explain_check: bool = True
+    result_check: bool = True
+
+
+class ToolResult(BaseModel):
+    """What ``recall`` and ``analyze`` answer (field names are the wire names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queryId: str
+    tool: ToolName
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list)
+    rowCount: int = 0
+    bytes: int = 0
+    truncated: bool = False
+    truncation: Truncation | None = None
+    # Empty when every layer ran on its primary path; "<tool>:disabled", "scope:redacted".
+    degraded: list[str] = Field(default_factory=list)
+    redacted: int = 0
+    queryType: QueryType | None = None
+    durationMs: float = 0.0
+    notifications: list[Notification] = Field(default_factory=list)
+
+
+class CheckResult(BaseModel):
+    """The guard's decision without running anything, plus the scoped query a reviewer can read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allowed: bool
+    rule: str | None
+    reason: str | None
+    tool: ToolName
+    policy: str
+    rewritten: str | None = None
+
+
+class SchemaResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    labels: list[str] = Field(default_factory=list)
+    relationshipTypes: list[str] = Field(default_factory=list)
+    propertyKeys: list[str] = Field(default_factory=list)
+    truncated: bool = False
+    degraded: list[str] = Field(default_factory=list)
+
+
+# The schema tool reads only what the caller can see: plain queries that go through
+# the scope rewrite like any agent query, not db.labels() (which sees everything).
+_SCHEMA_QUERIES: dict[str, str] = {
+    "labels": "MATCH (n) UNWIND labels(n) AS value RETURN DISTINCT value ORDER BY value",
+    "relationshipTypes": "MATCH ()-[r]->() RETURN DISTINCT type(r) AS value ORDER BY value",
+    "propertyKeys": (
+        "CALL { MATCH (n) UNWIND keys(n) AS value RETURN value "
+        "UNION MATCH ()-[r]->() UNWIND keys(r) AS value RETURN value } "
+        "RETURN DISTINCT value ORDER BY value"
+    ),
+}
+
+
+def query_hash(cypher: str) -> str:
+    return hashlib.sha256(cypher.encode("utf-8")).hexdigest()[:16]
+
+
+class Gateway:
+    """The gateway core. Construct once with the policy loaded once; share across requests."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        runner: Runner | None,
+        audit: AuditLog | None = None,
+        layers: LayerSwitches | None = None,
+        database: str | None = None,
+    ) -> None:
+        self.policy = policy
+        self.runner = runner
+        self.audit = audit
+        self.layers = layers or LayerSwitches()
+        self.database = database
+
+    # --- check -------------------------------------------------------------------------------
+
+    def check(
+        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal
+    ) -> CheckResult:
+        """Guard + scope rewrite, nothing run. Never raises for a bad query: it says why."""
+        try:
+            prepared = self._prepare(tool, cypher, params, principal)
+        except QueryRejected as exc:
+            return CheckResult(allowed=False, rule=exc.rule, reason=exc.reason, tool=tool, policy=self.policy.name)
+        except InvalidInput as exc:
+            return CheckResult(
+                allowed=False, rule="input.invalid", reason=exc.message, tool=tool, policy=self.policy.name
+            )
+        return CheckResult(
+            allowed=True, rule=None, reason=None, tool=tool, policy=self.policy.name, rewritten=prepared.cypher
+        )
+
+    # --- run ---------------------------------------------------------------------------------
+
+    def run(
+        self,
+        tool: ToolName,
+        cypher: str,
+        params: Mapping[str, Any] | None,
+        principal: Principal,
+        *,
+        transport: Transport = "direct",
+    ) -> ToolResult:
+        """Run one agent query through every layer.
+
+        Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``Neo4jRefused`` or
+        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died). When no
+        sandbox can be started at all, it answers ``degraded: ["<tool>:disabled"]`` with no
+        rows instead: the query is never run anywhere else.
+        """
+        started = time.monotonic()
+        query_id = uuid.uuid4().hex
+        event = AuditEvent.begin(
+            query_id=query_id, principal=principal.name, transport=transport, tool=tool,
+            cypher=cypher if isinstance(cypher, str) else repr(cypher),
+            param_keys=sorted(params) if isinstance(params, Mapping) else [],
+        )  # fmt: skip
+        try:
+            result = self._run(tool, cypher, params, principal, query_id)
+        except GatewayError as exc:
+            self._audit(event.failed(exc, started))
+            raise
+        self._audit(event.answered(result, started))
+        return result
+
+    def _run(
+        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal, query_id: str
+    ) -> ToolResult:
+        prepared = self._prepare(tool, cypher, params, principal)
+        if self.runner is None:
+            return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
+        job = self._job(tool, prepared, principal, query_id)
+        try:
+            sandbox_result = self.runner.run(job)
+        except SandboxUnavailable:
+            return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
+        error = error_for(sandbox_result)
+        if error is not None:
+            raise error
+        return _tool_result(tool, sandbox_result)
+
+    # --- schema ------------------------------------------------------------------------------
+
+    def schema(self, principal: Principal, *, transport: Transport = "direct") -> SchemaResult:
+        """Labels, relationship types and property keys visible to ``principal`` (via the sandbox)."""
+        answer: dict[str, list[str]] = {}
+        truncated = False
+        hidden = self._hidden_names("analyze")
+        for key, cypher in _SCHEMA_QUERIES.items():
+            result = self.run("analyze", cypher, {}, principal, transport=transport)
+            if result.degraded and not result.columns:
+                return SchemaResult(degraded=result.degraded)
+            truncated = truncated or result.truncated
+            answer[key] = [row[0] for row in result.rows if isinstance(row[0], str) and row[0] not in hidden]
+        return SchemaResult(**answer, truncated=truncated)
+
+    # --- the steps ---------------------------------------------------------------------------
+
+    def _prepare(
+        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal
+    ) -> _Prepared:
+        if tool not in self.policy.tools:
+            raise InvalidInput(f"unknown tool {tool!r}; expected one of {', '.join(self.policy.tools)}")
+        if not isinstance(cypher, str) or not cypher.strip():
+            raise InvalidInput("cypher must be a non-empty string")
+        caller_params = _validate_params(params)
+        parsed: ParsedQuery | None = None
+        if self.layers.guard:
+            decision = guard.check(cypher, caller_params, tool, self.policy)
+            if not decision.allowed:
+                raise QueryRejected(decision.rule or "guard", decision.reason or "rejected by the guard")
+            parsed = decision.parsed
+        text = cypher
+        if self.layers.scope_rewrite:
+            if parsed is None:
+                try:
+                    parsed = guard.parse(cypher, limits=self.policy.tool(tool).limits)
+                except GuardParseError as exc:
+                    raise QueryRejected(exc.rule, exc.reason) from exc
+            text = _rewrite(parsed, self.policy, tool)
+        # Injected last, so a caller's value for the reserved key can never survive
+        # (the guard also rejects such keys outright).
+        job_params = {**caller_params, self.policy.scope.scope_parameter: sorted(principal.scope)}
+        return _Prepared(cypher=text, params=job_params)
+
+    def _job(self, tool: ToolName, prepared: _Prepared, principal: Principal, query_id: str) -> SandboxJob:
+        tool_policy = self.policy.tool(tool)
+        limits = tool_policy.limits
+        scope = (
+            ScopeCheck(
+                layers_property=self.policy.scope.layers_property,
+                layers=sorted(principal.scope),
+                hidden_relationship_types=sorted(self._hidden_names(tool)),
+            )
+            if self.layers.result_check
+            else None
+        )
+        return SandboxJob(
+            query_id=query_id, cypher=prepared.cypher, params=prepared.params, database=self.database,
+            timeout_seconds=limits.timeout_seconds, max_rows=limits.max_rows, max_bytes=limits.max_bytes,
+            procedures_allowed=sorted(tool_policy.procedures_allowed), explain_check=self.layers.explain_check,
+            scope=scope,
+        )  # fmt: skip
+
+    def _hidden_names(self, tool: ToolName) -> set[str]:
+        scope = self.policy.scope
+        hidden = set(self.policy.tool(tool).denied_relationship_types)
+        if not scope.allow_bookkeeping.get(tool, False):
+            hidden |= set(scope.bookkeeping_relationship_types)
+        return hidden
+
+    def _audit(self, event: AuditEvent) -> None:
+        if self.audit is not None:
+            self.audit.write(event)
+
+
+class _Prepared(BaseModel):
+    cypher: str
+    params: dict[str, Any]
+
+
+def _validate_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise InvalidInput(f"params must be an object, got {type(params).__name__}")
+    bad = [k for k in params if not isinstance(k, str) or not k]
+    if bad:
+        raise InvalidInput("every parameter name must be a non-empty string")
+    return dict(params)
+
+
+def _rewrite(parsed: ParsedQuery, policy: Policy, tool: ToolName) -> str:
+    try:
+        return scope.rewrite(parsed, policy=policy, tool=tool).cypher
+    except scope.ScopeUnsupported as exc:
+        raise QueryRejected("scope.unsupported", str(exc)) from exc
+
+
+def _tool_result(tool: ToolName, result: SandboxResult) -> ToolResult:
+    degraded = ["scope:redacted"] if result.redacted else []
+    return ToolResult(
+        queryId=result.query_id, tool=tool, columns=result.columns, rows=result.rows, rowCount=result.row_count,
+        bytes=result.bytes, truncated=result.truncated, truncation=result.truncation, degraded=degraded,
+        redacted=result.redacted, queryType=result.query_type, durationMs=result.duration_ms,
+        notifications=result.notifications,
+    )  # fmt: skip
