@@ -70,6 +70,16 @@ class ToolPolicy(_Strict):
     denied_relationship_types: frozenset[str] = frozenset()
     limits: Limits = Limits()
 
+    @model_validator(mode="after")
+    def _procedures_are_exact_names(self) -> ToolPolicy:
+        for name in self.procedures_allowed:
+            if not name or any(ch in name for ch in "*?[]` ") or name.startswith(".") or name.endswith("."):
+                raise ValueError(
+                    f"procedures_allowed entry {name!r} must be one exact dotted name (no wildcards): "
+                    "an allow-list is explicit"
+                )
+        return self
+
 
 def _no_bookkeeping() -> dict[ToolName, bool]:
     return {"recall": False, "analyze": False}

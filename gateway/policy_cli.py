@@ -142,7 +142,8 @@ def render_policy(policy: Policy) -> str:
 
     width0 = max(len(r[0]) for r in rows)
     width1 = min(48, max(len("recall"), *(len(r[1]) for r in rows)))
-    lines = [f"Policy {policy.name!r}: {policy.description.strip()}" if policy.description else f"Policy {policy.name!r}"]
+    title = f"Policy {policy.name!r}"
+    lines = [f"{title}: {policy.description.strip()}" if policy.description else title]
     lines.append("")
     lines.append(f"{'setting':<{width0}}  {'recall':<{width1}}  analyze")
     lines.append(f"{'-' * width0}  {'-' * width1}  {'-' * 7}")

@@ -142,3 +142,27 @@ def test_parse_time_is_linear_in_size() -> None:
     small, big = cost(20), cost(320)
     # 16x the input must cost well under 16^2; allow generous noise on a shared 2-core box.
     assert big / small < 16 * 3, (small, big)
+
+
+def test_facts_recorded_while_parsing_equal_facts_from_walking_the_tree() -> None:
+    import json
+    from pathlib import Path
+
+    from gateway.guard.facts import collect_facts
+
+    rows = [json.loads(x) for x in (Path(__file__).parent / "corpus" / "guard.jsonl").read_text().splitlines()]
+    compared = 0
+    for row in rows:
+        try:
+            parsed = parse(row["query"], limits=Limits(max_query_chars=300_000))
+        except GuardParseError:
+            continue
+        walked = collect_facts(parsed.statements, parsed.text)
+        for facts in (parsed.facts, walked):  # the parser records post-order, the walk is pre-order
+            facts.functions.sort()
+            facts.procedures.sort()
+            facts.hops.sort(key=lambda h: (h.text, h.max_hops or -1))
+            facts.forbidden.sort(key=lambda f: f.start)
+        assert parsed.facts == walked, row["id"]
+        compared += 1
+    assert compared > 300

@@ -24,8 +24,8 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 def _valid(decision: Decision) -> bool:
     return isinstance(decision, Decision) and (
-        decision.allowed is True and decision.rule is None
-        or decision.allowed is False and decision.rule in RULE_IDS | {"tool.unknown"} and bool(decision.reason)
+        (decision.allowed is True and decision.rule is None)
+        or (decision.allowed is False and decision.rule in RULE_IDS | {"tool.unknown"} and bool(decision.reason))
     )
 
 

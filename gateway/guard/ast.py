@@ -27,20 +27,21 @@ class Node:
     end: int
     _child_fields: ClassVar[dict[type, tuple[str, ...]]] = {}
 
-    def children(self) -> Iterator[Node]:
+    def children(self) -> list[Node]:
+        """Direct children, in source order."""
         cls = type(self)
         names = Node._child_fields.get(cls)
         if names is None:
             names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("start", "end"))
             Node._child_fields[cls] = names
+        out: list[Node] = []
         for name in names:
             value = getattr(self, name)
             if isinstance(value, Node):
-                yield value
+                out.append(value)
             elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, Node):
-                        yield item
+                out.extend(item for item in value if isinstance(item, Node))
+        return out
 
     def walk(self) -> Iterator[Node]:
         """Every node of this subtree, pre-order (iterative: deep trees cannot overflow the stack)."""
@@ -48,7 +49,9 @@ class Node:
         while stack:
             node = stack.pop()
             yield node
-            stack.extend(reversed(list(node.children())))
+            kids = node.children()
+            kids.reverse()
+            stack.extend(kids)
 
     def find_all(self, *types: type[N]) -> Iterator[N]:
         for node in self.walk():

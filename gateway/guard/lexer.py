@@ -46,7 +46,9 @@ class Token:
 # Order matters: longer operators before their prefixes; ``..`` before numbers like ``.5``.
 _MASTER = re.compile(
     r"""
-    (?P<WS>[ \t\n\r\x0b\x0c\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+)
+    [ \t\n\r\x0b\x0c\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*
+    (?:
+    (?P<ID>[^\W\d]\w*)
   | (?P<LCOMMENT>//[^\r\n]*)
   | (?P<BCOMMENT>/\*.*?\*/)
   | (?P<BADCOMMENT>/\*)
@@ -56,9 +58,10 @@ _MASTER = re.compile(
   | (?P<BADQID>`)
   | (?P<PARAM>\$(?:[^\W\d]\w*|\d+|`(?:[^`]|``)*`))
   | (?P<NUM>0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|(?:\d[\d_]*(?:\.\d[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?)
-  | (?P<ID>[^\W\d]\w*)
   | (?P<OP>\.\.|<>|<=|>=|=~|\+=|::|\|\||[-+*/%^=<>()\[\]{},.:;|&!?])
+  | (?P<END>\Z)
   | (?P<ERR>.)
+    )
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -87,20 +90,23 @@ def tokenize(text: str) -> tuple[list[Token], int]:
     tokens: list[Token] = []
     stack: list[int] = []
     max_depth = 0
+    # Every match is optional leading whitespace plus one token (the named group).
     for m in _MASTER.finditer(text):
         kind = m.lastgroup
-        start, end = m.span()
-        if kind == "WS" or kind == "BCOMMENT":
+        if kind is None or kind == "END":
+            break
+        start, end = m.span(kind)
+        if kind == "BCOMMENT":
             continue
         if kind == "LCOMMENT":
-            if _ODD_LINE_BREAK.search(m.group()):
+            if _ODD_LINE_BREAK.search(m.group(kind)):
                 raise LexError("a // comment contains an unusual line separator", start)
             continue
         if kind == "ID":
-            value = m.group()
+            value = m.group(kind)
             tokens.append(Token("ID", value, start, end, value.upper()))
         elif kind == "OP":
-            value = m.group()
+            value = m.group(kind)
             tok = Token("OP", value, start, end)
             if value in _OPENERS:
                 stack.append(len(tokens))
@@ -114,14 +120,14 @@ def tokenize(text: str) -> tuple[list[Token], int]:
                 tok.match = opener
             tokens.append(tok)
         elif kind == "QID":
-            tokens.append(Token("QID", m.group()[1:-1].replace("``", "`"), start, end))
+            tokens.append(Token("QID", m.group(kind)[1:-1].replace("``", "`"), start, end))
         elif kind == "PARAM":
-            name = m.group()[1:]
+            name = m.group(kind)[1:]
             if name.startswith("`"):
                 name = name[1:-1].replace("``", "`")
             tokens.append(Token("PARAM", name, start, end))
         elif kind in ("STR", "NUM"):
-            tokens.append(Token(kind, m.group(), start, end))
+            tokens.append(Token(kind, m.group(kind), start, end))
         elif kind == "BADCOMMENT":
             raise LexError("unterminated block comment", start)
         elif kind == "BADSTR":
@@ -129,7 +135,7 @@ def tokenize(text: str) -> tuple[list[Token], int]:
         elif kind == "BADQID":
             raise LexError("unterminated backticked name", start)
         else:
-            raise LexError(f"unexpected character {m.group()!r}", start)
+            raise LexError(f"unexpected character {m.group(kind)!r}", start)
     if stack:
         opener_tok = tokens[stack[-1]]
         raise LexError(f"unclosed {opener_tok.value!r}", opener_tok.start)

@@ -9,9 +9,10 @@ escape. Failures raise :class:`GuardParseError` carrying the rule id
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gateway.guard import ast
+from gateway.guard.facts import Facts, Hops, collect_facts
 from gateway.guard.lexer import LexError, tokenize
 from gateway.guard.parser import ParseError, Parser, TooDeep
 from gateway.policy import Limits
@@ -30,33 +31,6 @@ class GuardParseError(Exception):
         self.rule = rule
         self.reason = reason
         self.offset = offset
-
-
-@dataclass(frozen=True)
-class Hops:
-    """One variable-length construct: ``[*1..3]``, ``-[:R]->{2,5}``, ``((a)-->(b))+``.
-
-    ``max_hops`` is the most relationships it can traverse (a quantified path
-    repeats every relationship inside it); None means unbounded.
-    """
-
-    max_hops: int | None
-    text: str
-
-
-@dataclass
-class Facts:
-    """Everything a rule asks about, collected in one walk over the whole tree."""
-
-    clause_kinds: set[str] = field(default_factory=set)
-    forbidden: list[ast.Forbidden] = field(default_factory=list)
-    in_transactions: bool = False
-    procedures: list[str] = field(default_factory=list)
-    functions: list[str] = field(default_factory=list)
-    parameters: set[str] = field(default_factory=set)
-    labels: set[str] = field(default_factory=set)
-    relationship_types: set[str] = field(default_factory=set)
-    hops: list[Hops] = field(default_factory=list)
 
 
 @dataclass
@@ -141,74 +115,6 @@ def parse(query: str, *, limits: Limits) -> ParsedQuery:
             "input.too_deep",
             f"expressions nest deeper than the limit of {limits.max_nesting_depth} levels",
         ) from None
-    return ParsedQuery(query, statements, collect_facts(statements, query), depth)
+    return ParsedQuery(query, statements, parser.facts, depth)
 
-
-_CLAUSE_KIND = {
-    ast.With: "WITH",
-    ast.Return: "RETURN",
-    ast.Unwind: "UNWIND",
-    ast.CallSubquery: "CALL_SUBQUERY",
-    ast.CallProcedure: "CALL_PROCEDURE",
-    ast.Finish: "FINISH",
-}
-
-
-def collect_facts(statements: list[ast.Statement], text: str) -> Facts:
-    facts = Facts()
-    for statement in statements:
-        for node in statement.walk():
-            _collect(node, facts, text)
-    return facts
-
-
-def _collect(node: ast.Node, facts: Facts, text: str) -> None:
-    if isinstance(node, ast.Clause):
-        if isinstance(node, ast.Match):
-            facts.clause_kinds.add("OPTIONAL_MATCH" if node.optional else "MATCH")
-            if node.where is not None:
-                facts.clause_kinds.add("WHERE")
-        elif isinstance(node, ast.Forbidden):
-            facts.forbidden.append(node)
-            facts.clause_kinds.add(node.keyword.replace(" ", "_"))
-        else:
-            facts.clause_kinds.add(_CLAUSE_KIND[type(node)])
-            if isinstance(node, ast.With) and node.where is not None:
-                facts.clause_kinds.add("WHERE")
-            elif isinstance(node, ast.CallSubquery) and node.in_transactions:
-                facts.in_transactions = True
-            elif isinstance(node, ast.CallProcedure):
-                facts.procedures.append(node.name)
-                if node.where is not None:
-                    facts.clause_kinds.add("WHERE")
-    elif isinstance(node, ast.Projection):
-        if node.order_by:
-            facts.clause_kinds.add("ORDER_BY")
-        if node.skip is not None:
-            facts.clause_kinds.add("SKIP")
-        if node.limit is not None:
-            facts.clause_kinds.add("LIMIT")
-    elif isinstance(node, ast.Union):
-        facts.clause_kinds.add("UNION")
-    elif isinstance(node, ast.FunctionCall):
-        facts.functions.append(node.name)
-    elif isinstance(node, ast.Parameter):
-        facts.parameters.add(node.name)
-    elif isinstance(node, ast.NodePattern):
-        if node.labels is not None:
-            facts.labels.update(node.labels.names())
-    elif isinstance(node, ast.LabelCheck):
-        # In an expression the same syntax tests node labels or a relationship type.
-        names = node.labels.names()
-        facts.labels.update(names)
-        facts.relationship_types.update(names)
-    elif isinstance(node, ast.RelPattern):
-        if node.types is not None:
-            facts.relationship_types.update(node.types.names())
-        for bound in (node.length, node.quantifier):
-            if bound is not None:
-                facts.hops.append(Hops(bound.max, text[node.start : node.end]))
-    elif isinstance(node, ast.QuantifiedPath) and node.quantifier is not None:
-        per_iteration = sum(1 for n in node.path.walk() if isinstance(n, ast.RelPattern))
-        q_max = node.quantifier.max
-        facts.hops.append(Hops(None if q_max is None else q_max * per_iteration, text[node.start : node.end]))
+__all__ = ["Facts", "GuardParseError", "Hops", "ParsedQuery", "collect_facts", "parse"]

@@ -16,8 +16,13 @@ lexer has already paired.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from gateway.guard import ast as a
+from gateway.guard.facts import Facts, note_fact
 from gateway.guard.lexer import Token, string_value
+
+_N = TypeVar("_N", bound=a.Node)
 
 
 class ParseError(Exception):
@@ -58,34 +63,41 @@ _TYPE_WORDS = frozenset(
 class Parser:
     def __init__(self, text: str, tokens: list[Token], *, max_depth: int) -> None:
         self.text = text
-        self.toks = tokens
+        # Padding with EOF lets every lookahead index without a bounds check.
+        eof = tokens[-1]
+        self.toks = [*tokens, eof, eof, eof, eof]
         self.pos = 0
         self.depth = 0
         self.max_depth = max_depth
         self.no_label_pipe = False  # inside a comprehension's WHERE, "|" ends the predicate
+        self.facts = Facts()
+
+    def note(self, node: _N) -> _N:
+        """Record what a rule needs to know about a node as it is built (no second walk)."""
+        note_fact(node, self.facts, self.text)
+        return node
 
     # ------------------------------------------------------------ token helpers
 
     def peek(self, k: int = 0) -> Token:
-        i = self.pos + k
-        return self.toks[i] if i < len(self.toks) else self.toks[-1]
+        return self.toks[self.pos + k]
 
     def at_kw(self, *words: str, k: int = 0) -> bool:
-        t = self.peek(k)
-        return t.kind == "ID" and t.upper in words
+        t = self.toks[self.pos + k]
+        return t.upper in words and t.kind == "ID"
 
     def at_op(self, *ops: str, k: int = 0) -> bool:
-        t = self.peek(k)
+        t = self.toks[self.pos + k]
         return t.kind == "OP" and t.value in ops
 
     def at_name(self, k: int = 0) -> bool:
-        return self.peek(k).kind in ("ID", "QID")
+        return self.toks[self.pos + k].kind in ("ID", "QID")
 
     def advance(self) -> Token:
         t = self.toks[self.pos]
         if t.kind != "EOF":
             self.pos += 1
-        return t
+        return t  # EOF is sticky
 
     def accept_kw(self, *words: str) -> Token | None:
         return self.advance() if self.at_kw(*words) else None
@@ -194,7 +206,7 @@ class Parser:
         self.leave()
         if len(queries) == 1:
             return first
-        return a.Union(start, self.last_end, queries, flags)
+        return self.note(a.Union(start, self.last_end, queries, flags))
 
     def parse_single_query(self) -> a.SingleQuery:
         start = self.peek().start
@@ -223,47 +235,47 @@ class Parser:
             self.advance()
             proj = self.parse_projection()
             where = self.parse_expr() if self.accept_kw("WHERE") else None
-            return a.With(t.start, self.last_end, proj, where)
+            return self.note(a.With(t.start, self.last_end, proj, where))
         if kw == "RETURN":
             self.advance()
             proj = self.parse_projection()
-            return a.Return(t.start, self.last_end, proj)
+            return self.note(a.Return(t.start, self.last_end, proj))
         if kw == "UNWIND":
             self.advance()
             expr = self.parse_expr()
             self.expect_kw("AS")
             var = self.parse_variable()
-            return a.Unwind(t.start, self.last_end, expr, var)
+            return self.note(a.Unwind(t.start, self.last_end, expr, var))
         if kw == "CALL":
             return self.parse_call(t.start, optional=False)
         if kw == "FINISH":
             self.advance()
-            return a.Finish(t.start, self.last_end)
+            return self.note(a.Finish(t.start, self.last_end))
         if kw == "USE":
             self.advance()
             self.skip_clause()
-            return a.Forbidden(t.start, self.last_end, "USE", "use")
+            return self.note(a.Forbidden(t.start, self.last_end, "USE", "use"))
         if kw == "LOAD":
             self.advance()
             self.accept_kw("CSV")
             if self.at_kw("WITH") and self.at_kw("HEADERS", k=1):
                 self.pos += 2
             self.skip_clause()
-            return a.Forbidden(t.start, self.last_end, "LOAD CSV", "load_csv")
+            return self.note(a.Forbidden(t.start, self.last_end, "LOAD CSV", "load_csv"))
         if kw in ADMIN_KEYWORDS or (kw == "CREATE" and self.at_kw(*_CREATE_ADMIN, k=1)):
             self.advance()
             keyword = kw
             if self.at_name():
                 keyword = f"{kw} {self.text[self.peek().start:self.peek().end].upper()}"
             self.skip_clause(stop_at_clauses=False)
-            return a.Forbidden(t.start, self.last_end, keyword, "admin")
+            return self.note(a.Forbidden(t.start, self.last_end, keyword, "admin"))
         if kw in WRITE_KEYWORDS:
             self.advance()
             keyword = kw
             if kw in ("DETACH", "NODETACH") and self.accept_kw("DELETE"):
                 keyword = f"{kw} DELETE"
             self.skip_clause()
-            return a.Forbidden(t.start, self.last_end, keyword, "write")
+            return self.note(a.Forbidden(t.start, self.last_end, keyword, "write"))
         raise self.error("a clause")  # pragma: no cover - guarded by at_clause_start
 
     def skip_clause(self, *, stop_at_clauses: bool = True) -> None:
@@ -288,7 +300,7 @@ class Parser:
         while self.at_kw("USING"):
             hints.append(self.parse_hint())
         where = self.parse_expr() if self.accept_kw("WHERE") else None
-        return a.Match(start, self.last_end, optional, patterns, hints, where)
+        return self.note(a.Match(start, self.last_end, optional, patterns, hints, where))
 
     def parse_hint(self) -> a.Hint:
         start = self.advance().start  # USING
@@ -335,7 +347,7 @@ class Parser:
                 order.append(self.parse_sort_item())
         skip = self.parse_expr() if self.accept_kw("SKIP", "OFFSET") else None
         limit = self.parse_expr() if self.accept_kw("LIMIT") else None
-        return a.Projection(start, self.last_end, distinct, star, items, order, skip, limit)
+        return self.note(a.Projection(start, self.last_end, distinct, star, items, order, skip, limit))
 
     def parse_return_items(self) -> list[a.ReturnItem]:
         items = [self.parse_return_item()]
@@ -379,7 +391,7 @@ class Parser:
                 in_tx = True
                 self.advance()
                 self.skip_clause()
-            return a.CallSubquery(start, self.last_end, optional, scope, scope_star, body, in_tx)
+            return self.note(a.CallSubquery(start, self.last_end, optional, scope, scope_star, body, in_tx))
         name = self.parse_dotted_name("a procedure name")
         args: list[a.Expr] | None = None
         if self.accept_op("("):
@@ -401,7 +413,7 @@ class Parser:
                     yields.append(self.parse_yield_item())
             if self.accept_kw("WHERE"):
                 where = self.parse_expr()
-        return a.CallProcedure(start, self.last_end, optional, name, args, yield_star, yields, where)
+        return self.note(a.CallProcedure(start, self.last_end, optional, name, args, yield_star, yields, where))
 
     def parse_yield_item(self) -> a.YieldItem:
         start = self.peek().start
@@ -500,7 +512,7 @@ class Parser:
         self.leave()
         self.expect_op(")")
         quant = self.parse_quantifier()
-        return a.QuantifiedPath(start, self.last_end, path, where, quant)
+        return self.note(a.QuantifiedPath(start, self.last_end, path, where, quant))
 
     def parse_quantifier(self) -> a.Quantifier | None:
         t = self.peek()
@@ -538,7 +550,7 @@ class Parser:
         props = self.parse_properties()
         where = self.parse_expr() if self.accept_kw("WHERE") else None
         self.expect_op(")")
-        return a.NodePattern(start, self.last_end, var, labels, props, where)
+        return self.note(a.NodePattern(start, self.last_end, var, labels, props, where))
 
     def parse_label_spec(self) -> a.LabelExpression | None:
         if self.at_op(":") or (self.at_kw("IS") and not self.at_kw("NOT", "NULL", k=1)):
@@ -550,7 +562,7 @@ class Parser:
             return self.parse_map_literal()
         if self.peek().kind == "PARAM":
             t = self.advance()
-            return a.Parameter(t.start, t.end, t.value)
+            return self.note(a.Parameter(t.start, t.end, t.value))
         return None
 
     def parse_rel_pattern(self) -> a.RelPattern:
@@ -576,7 +588,7 @@ class Parser:
         right = bool(self.accept_op(">"))
         direction = "->" if right and not left else "<-" if left and not right else "--"
         quant = self.parse_quantifier()
-        return a.RelPattern(start, self.last_end, var, direction, types, length, props, where, quant)
+        return self.note(a.RelPattern(start, self.last_end, var, direction, types, length, props, where, quant))
 
     def parse_var_length(self) -> a.VarLength:
         start = self.expect_op("*").start
@@ -715,7 +727,7 @@ class Parser:
             raise self.error("a supported predicate (IS NORMALIZED is not supported)")
         self.pos -= 1  # let the label expression parser consume IS
         labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
-        return a.LabelCheck(left.start, self.last_end, left, labels)
+        return self.note(a.LabelCheck(left.start, self.last_end, left, labels))
 
     def parse_type(self) -> None:
         self.parse_type_term()
@@ -794,7 +806,7 @@ class Parser:
                     expr = a.Index(expr.start, self.last_end, expr, lower)
             elif self.at_op(":"):
                 labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
-                expr = a.LabelCheck(expr.start, labels.end, expr, labels)
+                expr = self.note(a.LabelCheck(expr.start, labels.end, expr, labels))
             else:
                 return expr
 
@@ -809,7 +821,7 @@ class Parser:
             return a.Literal(t.start, t.end, "string", string_value(t.value))
         if kind == "PARAM":
             self.advance()
-            return a.Parameter(t.start, t.end, t.value)
+            return self.note(a.Parameter(t.start, t.end, t.value))
         if kind == "OP":
             if t.value == "(":
                 if self.at_rel_start(t.match + 1):
@@ -875,7 +887,7 @@ class Parser:
             while self.accept_op(","):
                 args.append(self.parse_expr())
         self.expect_op(")")
-        return a.FunctionCall(start, self.last_end, name, args, distinct, star)
+        return self.note(a.FunctionCall(start, self.last_end, name, args, distinct, star))
 
     def parse_bracket(self) -> a.Expr:
         start = self.expect_op("[").start

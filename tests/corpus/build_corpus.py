@@ -1,5 +1,18 @@
+# ruff: noqa: E501, E402
+"""Regenerate tests/corpus/guard.jsonl from the shared seed corpus plus this project's cases.
+
+Usage: .venv/bin/python tests/corpus/build_corpus.py [SEED_JSONL]
+The seed's labels were reviewed (see ``relabel``); the script refuses to write
+the corpus if any case does not decide as labelled with the current guard.
+"""
 import json
-seed = [json.loads(l) for l in open('/work/shared/corpus/guard-seed.jsonl')]
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+SEED = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "corpus" / "guard-seed.jsonl"
+seed = [json.loads(line) for line in SEED.read_text().splitlines()]
 out = []
 # Reviewed relabels of seed cases: id -> (expect, rule, note)
 relabel = {
@@ -21,7 +34,8 @@ relabel = {
 }
 from gateway.guard import check
 from gateway.policy import load_policy
-POL = {"default": load_policy(), "permissive": load_policy('/work/main/tests/corpus/policies/permissive.yaml')}
+
+POL = {"default": load_policy(), "permissive": load_policy(REPO / "tests/corpus/policies/permissive.yaml")}
 
 def add(query, expect, rule=None, *, label, tags=(), note="", tool="analyze", params=None, policy="default", origin="project"):
     out.append(dict(id=len(out) + 1, label=label, expect=expect, rule=rule, tool=tool, params=params or {},
@@ -356,6 +370,8 @@ for c in out:
 for b in bad:
     print("MISMATCH", b)
 print(len(out), "cases;", sum(c["expect"] == "deny" for c in out), "deny;", len(bad), "mismatches")
-with open('/work/main/tests/corpus/guard.jsonl', 'w') as f:
+if bad:
+    sys.exit(1)
+with open(REPO / "tests/corpus/guard.jsonl", "w") as f:
     for c in out:
         f.write(json.dumps(c, ensure_ascii=True) + "\n")

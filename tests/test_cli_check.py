@@ -1,0 +1,80 @@
+"""The `cypher-gateway check` contract and `policy show|lint`, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.cli", *args], input=stdin, capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+
+
+def test_allowed_query_exit_0_and_one_json_object() -> None:
+    result = run("check", stdin="MATCH (n) RETURN n LIMIT 1")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "allowed": True, "rule": None, "reason": None, "tool": "analyze", "policy": "default",
+    }
+
+
+def test_rejected_query_exit_3_with_rule_and_reason() -> None:
+    result = run("check", "--tool", "analyze", stdin="CALL /*x*/ apoc.periodic.iterate('a', 'b', {})")
+    assert result.returncode == 3
+    out = json.loads(result.stdout)
+    assert out["allowed"] is False and out["rule"] == "procedure.not_allowed"
+    assert "apoc.periodic.iterate" in out["reason"]
+    assert set(out) == {"allowed", "rule", "reason", "tool", "policy"}
+
+
+def test_params_and_tool_are_applied() -> None:
+    query = "MATCH (t:Task {repository: $repository, id: $taskId}) RETURN t"
+    ok = run("check", "--tool", "recall", "--params", '{"repository": "r", "taskId": "t"}', stdin=query)
+    assert ok.returncode == 0, ok.stdout
+    missing = run("check", "--tool", "recall", "--params", '{"repository": "r"}', stdin=query)
+    assert missing.returncode == 3 and json.loads(missing.stdout)["rule"] == "param.required"
+    reserved = run("check", "--params", '{"__gw_scope": ["x"]}', stdin="RETURN 1 AS x")
+    assert reserved.returncode == 3 and json.loads(reserved.stdout)["rule"] == "param.reserved"
+
+
+@pytest.mark.parametrize("params", ["{", "[1, 2]", "\"x\""])
+def test_bad_params_exit_2(params: str) -> None:
+    result = run("check", "--params", params, stdin="RETURN 1")
+    assert result.returncode == 2 and result.stdout == "" and "params" in result.stderr
+
+
+def test_bad_policy_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntools: {}\nsurprise: 1\n")
+    result = run("check", "--policy", str(bad), stdin="RETURN 1")
+    assert result.returncode == 2 and "invalid" in result.stderr
+    assert run("check", "--policy", str(tmp_path / "missing.yaml"), stdin="RETURN 1").returncode == 2
+
+
+def test_bad_tool_is_a_usage_error() -> None:
+    assert run("check", "--tool", "write", stdin="RETURN 1").returncode == 2
+
+
+def test_policy_show_is_a_readable_table() -> None:
+    result = run("policy", "show")
+    assert result.returncode == 0
+    for needle in ("recall", "analyze", "db.labels", "apoc.load.*", "limits.max_rows", "512000", "write.clause"):
+        assert needle in result.stdout, needle
+
+
+def test_policy_lint(tmp_path: Path) -> None:
+    assert run("policy", "lint", str(REPO / "policies" / "default.yaml")).returncode == 0
+    permissive = run("policy", "lint", str(REPO / "tests" / "corpus" / "policies" / "permissive.yaml"))
+    assert permissive.returncode == 0 and "warning:" in permissive.stdout
+    bad = tmp_path / "typo.yaml"
+    bad.write_text((REPO / "policies" / "default.yaml").read_text().replace("max_hops: 8", "max_hop: 8"))
+    result = run("policy", "lint", str(bad))
+    assert result.returncode == 1 and "max_hop" in result.stdout

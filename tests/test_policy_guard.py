@@ -1,0 +1,50 @@
+"""Policy files: strict validation, and the shipped files are what the guard expects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.policy import POLICIES_DIR, PolicyError, load_policy
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("path", [*sorted(POLICIES_DIR.glob("*.yaml")), REPO / "tests/corpus/policies/permissive.yaml"])
+def test_every_shipped_policy_loads(path: Path) -> None:
+    policy = load_policy(path)
+    assert set(policy.tools) == {"recall", "analyze"}
+
+
+def test_default_is_strict() -> None:
+    policy = load_policy()
+    for tool in ("recall", "analyze"):
+        tp = policy.tool(tool)
+        assert not tp.limits.allow_unbounded_var_length
+        assert {"apoc.load.*", "apoc.cypher.*", "apoc.export.*", "apoc.import.*", "dbms.*"} <= set(tp.functions_denied)
+        assert {"SUPERSEDES", "CONTRADICTS"} <= tp.denied_relationship_types
+        assert (tp.limits.timeout_seconds, tp.limits.max_rows, tp.limits.max_bytes) == (5, 100, 512_000)
+    assert policy.tool("recall").procedures_allowed == frozenset()
+    assert policy.tool("analyze").procedures_allowed == {"db.labels", "db.relationshipTypes", "db.propertyKeys"}
+    assert set(policy.tool("recall").required_parameters) == {"repository", "taskId"}
+
+
+@pytest.mark.parametrize(
+    ("mutation", "needle"),
+    [
+        (("max_hops: 8", "max_hops: 8\n      max_hopz: 9"), "max_hopz"),
+        (("allowed_clauses: [MATCH,", "allowed_clauses: [CREATE, MATCH,"), "allowed_clauses"),
+        (("prefixes: [\"__gw\", \"__mentis\"]", "prefixes: [\"__mentis\"]"), "scope_parameter"),
+        (("max_rows: 100", "max_rows: 0"), "max_rows"),
+        (("procedures_allowed: [db.labels,", "procedures_allowed: [\"db.*\", db.labels,"), "procedures_allowed"),
+    ],
+)
+def test_invalid_policies_are_refused(tmp_path: Path, mutation: tuple[str, str], needle: str) -> None:
+    text = (POLICIES_DIR / "default.yaml").read_text()
+    assert mutation[0] in text
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace(mutation[0], mutation[1], 1))
+    with pytest.raises(PolicyError) as info:
+        load_policy(bad)
+    assert needle in str(info.value)
