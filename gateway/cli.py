@@ -16,6 +16,7 @@ from collections.abc import Sequence
 _COMMAND_MODULES: tuple[str, ...] = (
     "gateway.neo4j_local",
     "gateway.images",
+    "gateway.server_cli",
     "gateway.policy_cli",
 )
 

@@ -1,0 +1,206 @@
+"""HTTP authentication: bearer tokens mapped to principals, and request size limits.
+
+The tokens file is TOML, one table per principal::
+
+    [[principal]]
+    name = "review-agent"
+    scope = ["repo:acme", "task:42"]
+    token_sha256 = "<hex sha256 of the token>"   # preferred: the file then holds no secret
+    # token = "<the token itself>"               # accepted for local setups
+
+:class:`BearerAuth` is a plain ASGI middleware in front of the whole MCP app: a
+request without ``Authorization: Bearer <token>`` or with an unknown token gets
+401 before any body is read; a request whose body exceeds the limit gets 413.
+Token comparison is constant time over *every* entry (no early exit), so timing
+does not tell how many characters or which entry matched.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import hmac
+import json
+import logging
+import tomllib
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gateway.service import Principal
+
+log = logging.getLogger(__name__)
+
+# Where the middleware leaves the authenticated principal in the ASGI scope.
+PRINCIPAL_SCOPE_KEY = "cypher_gateway.principal"
+# The same principal for handlers that get no request object (static MCP resources);
+# tasks spawned while serving the request inherit it.
+CURRENT_PRINCIPAL: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "cypher_gateway_principal", default=None
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class AuthConfigError(Exception):
+    """The tokens file is missing or invalid; the message names the problem (never a token)."""
+
+
+class TokenEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    scope: frozenset[str] = frozenset()
+    token: str | None = Field(default=None, min_length=16, repr=False)
+    token_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$", repr=False)
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> TokenEntry:
+        if (self.token is None) == (self.token_sha256 is None):
+            raise ValueError("give exactly one of token or token_sha256")
+        return self
+
+    def digest(self) -> bytes:
+        if self.token_sha256 is not None:
+            return bytes.fromhex(self.token_sha256)
+        assert self.token is not None
+        return hashlib.sha256(self.token.encode("utf-8")).digest()
+
+
+class TokenTable:
+    """Bearer token -> principal, compared in constant time."""
+
+    def __init__(self, entries: list[TokenEntry]) -> None:
+        names = [e.name for e in entries]
+        if len(set(names)) != len(names):
+            raise AuthConfigError("each principal name may appear only once in the tokens file")
+        digests = [e.digest() for e in entries]
+        if len(set(digests)) != len(digests):
+            raise AuthConfigError("two principals share one token")
+        self._entries = [(e.digest(), Principal(name=e.name, scope=e.scope)) for e in entries]
+
+    @classmethod
+    def load(cls, path: Path | str) -> TokenTable:
+        file = Path(path)
+        try:
+            raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise AuthConfigError(f"cannot read tokens file {file}: {exc.strerror or exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise AuthConfigError(f"tokens file {file} is not valid TOML: {exc}") from exc
+        items = raw.get("principal", [])
+        if set(raw) - {"principal"} or not isinstance(items, list) or not items:
+            raise AuthConfigError(f"tokens file {file} must hold one or more [[principal]] tables and nothing else")
+        try:
+            entries = [TokenEntry.model_validate(item) for item in items]
+        except ValidationError as exc:
+            # Field names only: the rejected value may be a token.
+            fields = sorted({".".join(str(p) for p in err["loc"]) or "<entry>" for err in exc.errors()})
+            raise AuthConfigError(f"tokens file {file} has an invalid principal entry ({', '.join(fields)})") from exc
+        return cls(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def authenticate(self, token: str) -> Principal | None:
+        presented = hashlib.sha256(token.encode("utf-8")).digest()
+        found: Principal | None = None
+        for digest, principal in self._entries:
+            # No break: every entry is compared, whatever matched.
+            if hmac.compare_digest(digest, presented):
+                found = principal
+        return found
+
+
+def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
+    values = [v for k, v in headers if k.lower() == b"authorization"]
+    if len(values) != 1:
+        return None  # none, or an ambiguous duplicate
+    scheme, _, token = values[0].decode("latin-1").strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return token
+
+
+class BearerAuth:
+    """ASGI middleware: authenticate (unless ``tokens`` is None, the loud opt-out) and cap body size."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenTable | None, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
+        if self.tokens is not None:
+            token = bearer_token(headers)
+            principal = self.tokens.authenticate(token) if token is not None else None
+            if principal is None:
+                log.warning("HTTP request refused: %s", "no bearer token" if token is None else "unknown token")
+                await _respond(send, 401, "unauthorized", "a valid bearer token is required",
+                               extra=[(b"www-authenticate", b'Bearer realm="cypher-gateway"')])  # fmt: skip
+                return
+            scope[PRINCIPAL_SCOPE_KEY] = principal
+        else:
+            scope[PRINCIPAL_SCOPE_KEY] = Principal(name="anonymous", scope=frozenset())
+        declared = _content_length(headers)
+        if declared is not None and declared > self.max_body_bytes:
+            await _respond(send, 413, "too_large", f"request body over {self.max_body_bytes} bytes")
+            return
+        reset = CURRENT_PRINCIPAL.set(scope[PRINCIPAL_SCOPE_KEY])
+        try:
+            await self.app(scope, self._capped(receive, send), send)
+        finally:
+            CURRENT_PRINCIPAL.reset(reset)
+
+    def _capped(self, receive: Receive, send: Send) -> Receive:
+        # A chunked body declares no length: count it as it arrives.
+        received = 0
+        limit = self.max_body_bytes
+
+        async def capped_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    await _respond(send, 413, "too_large", f"request body over {limit} bytes")
+                    return {"type": "http.disconnect"}
+            return message
+
+        return capped_receive
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for key, value in headers:
+        if key.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _respond(
+    send: Send, status: int, code: str, message: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps({"error": code, "message": message}).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                        *(extra or [])],
+        }
+    )  # fmt: skip
+    await send({"type": "http.response.body", "body": body})

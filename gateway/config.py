@@ -1,0 +1,182 @@
+"""The gateway's settings: one pydantic-settings model, from ``GATEWAY_*`` env vars and/or a TOML file.
+
+Precedence (highest first): constructor arguments, environment, the TOML file,
+defaults. ``NEO4J_URI``, ``NEO4J_USER``, ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``
+are accepted as well as their ``GATEWAY_NEO4J_*`` spellings, so an existing Neo4j
+is configured the way its own tools are. When no URI is set at all, the managed
+local Neo4j (``cypher-gateway neo4j start``) is used.
+
+A missing or invalid setting fails at start with its name (:class:`ConfigError`).
+Secrets are ``SecretStr``: printing the settings never shows them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from gateway.paths import state_dir
+from gateway.policy import DEFAULT_POLICY_PATH
+
+CONFIG_FILE_ENV = "GATEWAY_CONFIG"
+
+
+class ConfigError(Exception):
+    """A setting is missing or invalid; the message names it."""
+
+
+def _alias(name: str) -> AliasChoices:
+    return AliasChoices(f"GATEWAY_{name}", name, name.lower())
+
+
+class GatewaySettings(BaseSettings):
+    """Everything the server needs to start. Field names are the TOML keys (lower case)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GATEWAY_", extra="forbid", frozen=True, populate_by_name=True, case_sensitive=False
+    )
+
+    # --- Neo4j (None: the managed local server) ---
+    neo4j_uri: str | None = Field(default=None, validation_alias=_alias("NEO4J_URI"))
+    neo4j_user: str | None = Field(default=None, validation_alias=_alias("NEO4J_USER"))
+    neo4j_password: SecretStr | None = Field(default=None, validation_alias=_alias("NEO4J_PASSWORD"))
+    neo4j_database: str | None = Field(default=None, validation_alias=_alias("NEO4J_DATABASE"))
+    # "bolt" or the HTTPS Query API (hosted instances that expose no Bolt port).
+    neo4j_transport: str = "bolt"
+
+    # --- policy, sandbox ---
+    policy_file: Path = DEFAULT_POLICY_PATH
+    # None: the content-hash tag of the sandbox image for the current sources.
+    sandbox_image: str | None = None
+    pool_size: Annotated[int, Field(ge=1, le=64)] = 4
+    sandbox_memory_mb: Annotated[int, Field(ge=32)] = 256
+
+    # --- audit ---
+    audit_path: Path = Field(default_factory=lambda: state_dir() / "audit.jsonl")
+    audit_query_text: bool = True
+
+    # --- stdio principal (the one local agent that launched us) ---
+    stdio_principal: str = "stdio"
+    stdio_scope: list[str] = Field(default_factory=list)
+
+    # --- HTTP ---
+    http_host: str = "127.0.0.1"
+    http_port: Annotated[int, Field(gt=0, lt=65536)] = 8765
+    http_path: str = "/mcp"
+    # TOML file mapping bearer tokens to principals (see gateway.auth).
+    tokens_file: Path | None = None
+    http_max_body_bytes: Annotated[int, Field(gt=0)] = 256_000
+
+    @field_validator("neo4j_transport")
+    @classmethod
+    def _known_transport(cls, value: str) -> str:
+        if value not in ("bolt", "query-api"):
+            raise ValueError("must be 'bolt' or 'query-api'")
+        return value
+
+    @field_validator("neo4j_uri")
+    @classmethod
+    def _uri_has_host(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("bolt", "neo4j", "bolt+s", "neo4j+s", "http", "https") or not parts.hostname:
+            raise ValueError("must look like bolt://host:7687 (or https://host for the Query API)")
+        return value
+
+    @field_validator("stdio_scope", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        # An env var holds "a,b"; TOML holds a real list.
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = os.environ.get(CONFIG_FILE_ENV)
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)))
+        return tuple(sources)
+
+
+def load_settings(config_file: Path | str | None = None, **overrides: Any) -> GatewaySettings:
+    """Read the settings (from ``config_file`` when given, else ``$GATEWAY_CONFIG``), or raise ConfigError."""
+    previous = os.environ.get(CONFIG_FILE_ENV)
+    if config_file is not None:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        os.environ[CONFIG_FILE_ENV] = str(path)
+    elif previous and not Path(previous).is_file():
+        raise ConfigError(f"{CONFIG_FILE_ENV}={previous} does not exist")
+    try:
+        return GatewaySettings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from exc
+    except ValueError as exc:  # a TOML syntax error
+        raise ConfigError(f"config file is not valid TOML: {exc}") from exc
+    finally:
+        if config_file is not None:
+            if previous is None:
+                os.environ.pop(CONFIG_FILE_ENV, None)
+            else:
+                os.environ[CONFIG_FILE_ENV] = previous
+
+
+def _describe(exc: ValidationError) -> str:
+    # Names and messages only: an invalid value may be a secret.
+    problems = []
+    for err in exc.errors():
+        name = ".".join(str(p) for p in err["loc"]) or "<root>"
+        problems.append(f"{name}: {err['msg']}")
+    return "invalid gateway settings: " + "; ".join(problems)
+
+
+class Neo4jTarget:
+    """Where the sandbox's forwarder connects. The password stays a SecretStr."""
+
+    def __init__(self, host: str, port: int, user: str, password: SecretStr, database: str | None) -> None:
+        self.host, self.port, self.user, self.password, self.database = host, port, user, password, database
+
+    def __repr__(self) -> str:
+        return f"Neo4jTarget(host={self.host!r}, port={self.port}, user={self.user!r}, database={self.database!r})"
+
+
+def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
+    """Resolve the configured Neo4j, or the managed local one when no URI is set."""
+    if settings.neo4j_uri is None:
+        from gateway import neo4j_local  # lazy: only when the managed server is the target
+
+        try:
+            conn = neo4j_local.connection_info()
+        except neo4j_local.Neo4jSetupError as exc:
+            raise ConfigError(f"neo4j_uri is not set and the managed Neo4j is not ready: {exc}") from exc
+        uri, user, password = conn.uri, conn.user, SecretStr(conn.password)
+        database = settings.neo4j_database or conn.database
+    else:
+        if settings.neo4j_password is None:
+            raise ConfigError("neo4j_password (NEO4J_PASSWORD) is required when neo4j_uri is set")
+        uri, user, password = settings.neo4j_uri, settings.neo4j_user or "neo4j", settings.neo4j_password
+        database = settings.neo4j_database
+    parts = urlsplit(uri)
+    default_port = 443 if parts.scheme == "https" else 7474 if parts.scheme == "http" else 7687
+    return Neo4jTarget(parts.hostname or "127.0.0.1", parts.port or default_port, user, password, database)
