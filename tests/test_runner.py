@@ -118,3 +118,10 @@ def test_error_mapping_uses_the_gateway_taxonomy() -> None:
     for code in ("unavailable", "sandbox_failed", "internal", "invalid_job"):
         assert error_for(failed(code)).code == "unavailable"  # type: ignore[union-attr]
     assert error_for(SandboxResult(query_id="q", ok=True)) is None
+
+
+def test_a_huge_value_is_truncated_inside_the_memory_limit(sandbox_runner: SandboxRunner) -> None:
+    # 16.8 MB in one value, well inside the container's memory limit: a bytes truncation, not a crash.
+    result = sandbox_runner.run(make_job("RETURN reduce(s = 'x', i IN range(1, 24) | s + s) AS big"))
+    assert result.ok, result.error
+    assert result.truncated and result.truncation == "bytes" and result.rows == []
