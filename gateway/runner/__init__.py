@@ -24,11 +24,20 @@ from docker.client import DockerClient
 from gateway.errors import GatewayError, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
 from gateway.runner.docker_io import LABEL_RUNNER, StreamClosed
 from gateway.runner.forwarder import Forwarder
+from gateway.runner.jobs import job_for, settings_for
 from gateway.runner.pool import WarmContainer, WarmPool
 from gateway.runner.settings import RunnerSettings
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 
-__all__ = ["Runner", "RunnerSettings", "SandboxRunner", "error_for", "remove_leftovers"]
+__all__ = [
+    "Runner",
+    "RunnerSettings",
+    "SandboxRunner",
+    "error_for",
+    "job_for",
+    "remove_leftovers",
+    "settings_for",
+]
 
 log = logging.getLogger(__name__)
 # A daemon or image that was missing is looked for again at most this often.
