@@ -46,3 +46,39 @@ def test_unicode_escape_bypass_is_real_in_neo4j(neo4j_driver: Any, neo4j_connect
             session.run("EXPLAIN RETURN '\\u0027 CREATE (x) //' AS s").consume()
         summary = session.run("EXPLAIN MATCH (n) WHERE n.x = '\\u0027 SET n.pwned = true //' RETURN n").consume()
         assert summary.query_type in ("w", "rw")  # Neo4j plans a write: the SET is live code
+
+
+_BITS = [" CREATE (x:P) ", " SET n.x = 1 ", " DELETE n ", "'", '"', "`", "/*", "*/", "//", "\n", "\r", "\\", "\\'",
+         "\\\\", "\\u0027", "\\u000a", "\\u002a", "}", "{", ")", "(", "]", "[", ";", " UNION ", " CALL { CREATE (y) } ",
+         " MERGE (z) ", " FOREACH (i IN [1] | CREATE ()) ", "$", ":", " LOAD CSV FROM 'file:///x' AS l ", " WITH * ",
+         " RETURN 1 AS one ", "\u00a0", "\u2028", "\x0b", "\u0085", "\t", " INSERT (q) ", " DETACH DELETE n ",
+         " CALL db.createLabel('X') ", " REMOVE n.x ", "-->", "<--", " OPTIONAL ", " USE system ", "*", "|"]
+
+
+@pytest.mark.integration
+def test_differential_fuzz_nothing_the_guard_allows_plans_as_a_write(neo4j_driver: Any, neo4j_connection: Any) -> None:
+    """Mutate corpus reads with dangerous fragments: whatever the guard allows, Neo4j plans as a read or refuses."""
+    import random
+
+    from gateway.guard import check
+    from gateway.policy import load_policy
+
+    policy = load_policy()
+    rng = random.Random(20261202)
+    reads = [c["query"] for c in ALLOWED if len(c["query"]) < 400 and not c["params"] and c["policy"] == "default"]
+    allowed = 0
+    with neo4j_driver.session(database=neo4j_connection.database) as session:
+        for _ in range(20_000):
+            query = rng.choice(reads)
+            for _ in range(rng.randint(1, 3)):
+                pos = rng.randint(0, len(query))
+                query = query[:pos] + rng.choice(_BITS) + query[pos + rng.choice([0, 0, 0, 1, 2, 5]) :]
+            if not check(query, {}, "analyze", policy).allowed:
+                continue
+            allowed += 1
+            try:
+                query_type = session.run("EXPLAIN " + query).consume().query_type
+            except Exception:  # Neo4j refusing the query is safe
+                query_type = "refused"
+            assert query_type in ("r", "refused"), f"guard allowed a {query_type!r} query: {query!r}"
+    assert allowed > 500  # the fuzz really explored allowed space

@@ -66,7 +66,7 @@ _MASTER = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 
-_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})?")
 _ODD_LINE_BREAK = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
@@ -80,6 +80,9 @@ def tokenize(text: str) -> tuple[list[Token], int]:
     """
     if "\\u" in text:
         for esc in _UNICODE_ESCAPE.finditer(text):
+            if esc.group(1) is None:
+                # Neo4j refuses a \u without four hex digits anywhere, even in a comment.
+                raise LexError("\\u must be followed by four hexadecimal digits", esc.start())
             decoded = chr(int(esc.group(1), 16))
             if not decoded.isalnum():
                 raise LexError(
