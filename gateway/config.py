@@ -20,8 +20,10 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -67,7 +69,7 @@ class GatewaySettings(BaseSettings):
 
     # --- stdio principal (the one local agent that launched us) ---
     stdio_principal: str = "stdio"
-    stdio_scope: list[str] = Field(default_factory=list)
+    stdio_scope: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # --- HTTP ---
     http_host: str = "127.0.0.1"
@@ -132,6 +134,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Ga
         return GatewaySettings(**overrides)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from exc
+    except SettingsError as exc:
+        raise ConfigError(str(exc)) from exc
     except ValueError as exc:  # a TOML syntax error
         raise ConfigError(f"config file is not valid TOML: {exc}") from exc
     finally:
@@ -146,7 +150,8 @@ def _describe(exc: ValidationError) -> str:
     # Names and messages only: an invalid value may be a secret.
     problems = []
     for err in exc.errors():
-        name = ".".join(str(p) for p in err["loc"]) or "<root>"
+        # The first alias of an env-capable field is GATEWAY_<NAME>: report the field's own name.
+        name = ".".join(str(p) for p in err["loc"]).removeprefix("GATEWAY_").lower() or "<root>"
         problems.append(f"{name}: {err['msg']}")
     return "invalid gateway settings: " + "; ".join(problems)
 
