@@ -11,6 +11,7 @@ written to stdout; credentials are never written anywhere.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any, Protocol
@@ -49,7 +50,7 @@ def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
     if job.scope is None or not result.ok:
         return result
     try:
-        from sandbox.scope_check import filter_rows  # type: ignore[import-not-found,unused-ignore]
+        from sandbox.scope_check import filter_rows  # owned by the scope layer (issue 6)
     except ImportError:
         # Fail closed: a scoped job must never return rows unchecked.
         return SandboxResult(
@@ -57,7 +58,11 @@ def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
             error=SandboxError(code="internal", message="scope check requested but not installed in the sandbox"),
         )  # fmt: skip
     rows, redacted = filter_rows(result.columns, result.rows, job.scope)
-    return result.model_copy(update={"rows": rows, "row_count": len(rows), "redacted": redacted})
+    if not redacted:
+        return result
+    # The byte count must describe the rows actually returned.
+    size = len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return result.model_copy(update={"rows": rows, "row_count": len(rows), "redacted": redacted, "bytes": size})
 
 
 def _error(query_id: str, code: Any, message: str) -> SandboxResult:

@@ -230,3 +230,14 @@ def test_explain_check_refuses_load_csv(backend: BoltBackend) -> None:
         result = run(backend, f"LOAD CSV FROM '{url}' AS line RETURN line")
         assert result.error is not None and result.error.code == "explain_rejected", result.error
         assert "LoadCSV" in result.error.message
+
+
+def test_scope_layer_two_runs_in_the_sandbox(backend: BoltBackend, seeded: str) -> None:
+    from sandbox.wire import ScopeCheck
+
+    cypher = f"MATCH (n:{seeded}) WHERE n.i <= 3 RETURN n ORDER BY n.i"
+    visible = run(backend, cypher, scope=ScopeCheck(layers_property="layers", layers=["public"]))
+    assert visible.ok and visible.row_count == 3 and visible.redacted == 0
+    hidden = run(backend, cypher, scope=ScopeCheck(layers_property="layers", layers=["team-x"]))
+    assert hidden.ok and hidden.rows == [] and hidden.row_count == 0 and hidden.redacted == 3
+    assert hidden.bytes == len(encode(hidden.rows).encode())
