@@ -196,3 +196,19 @@ def test_neo4j_refuses_the_query(sandbox_runner: SandboxRunner, cypher: str, neo
     error = error_for(result)
     assert error is not None and error.code == "neo4j_refused"
     assert error.message.startswith("Neo4j refused the query: ")
+
+
+def test_forwarder_killed_is_restarted(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
+) -> None:
+    runner = SandboxRunner(runner_settings(pool_size=1))
+    cleanup.append(runner)
+    assert runner.wait_ready(60)
+    first = runner.forwarder_container_id()
+    docker_client.containers.get(first).kill()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and runner.forwarder_restarts == 0:
+        time.sleep(0.2)
+    assert runner.forwarder_restarts == 1 and runner.forwarder_container_id() != first
+    assert runner.wait_ready(60)
+    _still_serves(runner)

@@ -42,6 +42,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 # A daemon or image that was missing is looked for again at most this often.
 RETRY_START_SECONDS = 5.0
+# How often the forwarder's health is checked (off the request path).
+WATCH_SECONDS = 2.0
 
 
 class Runner(Protocol):
@@ -77,7 +79,11 @@ class SandboxRunner:
         self._reason = "not started"
         self._last_attempt = 0.0
         self._closed = False
+        self._stop = threading.Event()
+        self.forwarder_restarts = 0
         self._start()
+        self._watcher = threading.Thread(target=self._watch, name="sandbox-forwarder-watch", daemon=True)
+        self._watcher.start()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -111,6 +117,22 @@ class SandboxRunner:
         self._pool = WarmPool(client, self.settings, forwarder.volume_name, self.runner_id)
         self._reason = ""
 
+    def _watch(self) -> None:
+        """Restart a dead forwarder; the warm containers' connections died with it, so replace them too."""
+        while not self._stop.wait(WATCH_SECONDS):
+            with self._lock:
+                forwarder, pool = self._forwarder, self._pool
+                if self._closed or forwarder is None or pool is None or forwarder.running():
+                    continue
+                log.warning("the Neo4j forwarder is not running; restarting it")
+                try:
+                    forwarder.restart()
+                    self.forwarder_restarts += 1
+                except Exception as exc:
+                    log.warning("forwarder restart failed: %s", exc)
+                    continue
+            pool.flush()
+
     def _ensure_started(self) -> WarmPool:
         with self._lock:
             if self._closed:
@@ -142,6 +164,7 @@ class SandboxRunner:
         return False
 
     def close(self) -> None:
+        self._stop.set()
         with self._lock:
             self._closed = True
             if self._pool is not None:

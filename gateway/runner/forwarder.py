@@ -34,6 +34,16 @@ class Forwarder:
             driver_opts={"type": "tmpfs", "device": "tmpfs", "o": "uid=10001,gid=10001,mode=0750,size=1m"},
             labels={LABEL_ROLE: "socket", LABEL_RUNNER: self.runner_id},
         )
+        self._run(timeout)
+
+    def restart(self, timeout: float = 20.0) -> None:
+        """Replace a dead forwarder container; the volume (and so the socket path) stays."""
+        if self.container is not None:
+            with contextlib.suppress(Exception):
+                self.container.remove(force=True)
+        self._run(timeout)
+
+    def _run(self, timeout: float) -> None:
         self.container = self.client.containers.run(**forwarder_spec(self.settings, self.volume_name, self.runner_id))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -133,6 +133,19 @@ class WarmPool:
         with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError, Exception):
             container.remove(force=True)
 
+    def flush(self) -> int:
+        """Discard every ready container (their connections went through a forwarder that died)."""
+        flushed = 0
+        while True:
+            try:
+                self.discard(self._ready.get_nowait())
+                flushed += 1
+            except queue.Empty:
+                break
+        with self._lock:
+            self._lock.notify_all()
+        return flushed
+
     def ready_count(self) -> int:
         return self._ready.qsize()
 
