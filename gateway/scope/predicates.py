@@ -1,0 +1,81 @@
+"""The Cypher text of the visibility predicates the rewrite injects.
+
+One element ``x`` is visible when its layers property is missing or an empty
+list (global), or a list with a string that is in the caller's scope
+parameter. Anything else (a string, a number, a boolean, a list without a
+matching string) is malformed and hides the element: a bad ``layers`` value
+must never widen what a caller sees.
+
+Why ``CASE`` and not ``OR``/``AND``: Neo4j does not promise the order in which
+it evaluates ``OR`` operands, and ``size('a')``/``any(l IN 5 …)`` raise type
+errors at run time. ``CASE`` branches are evaluated only when selected, so a
+malformed value yields ``false`` instead of an error (checked against Neo4j
+5.26 by tests/test_scope_neo4j.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# Generated names all start with this prefix; the rewrite refuses queries that
+# use it themselves, so a generated variable can never capture an agent's one.
+GENERATED_PREFIX = "__gw_"
+
+
+def quote_name(name: str) -> str:
+    """A symbolic name as Cypher text (backticks only when needed, doubled inside)."""
+    if _IDENTIFIER.fullmatch(name):
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def string_literal(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class Predicates:
+    """Builds predicate text for one policy's property name, parameter and hidden types."""
+
+    layers_property: str
+    scope_parameter: str
+    hidden_types: tuple[str, ...]
+
+    def visible(self, element: str) -> str:
+        """``element`` (a variable or expression) is visible to the caller."""
+        layers = f"{element}.{quote_name(self.layers_property)}"
+        item = f"{GENERATED_PREFIX}l"
+        scope = "$" + quote_name(self.scope_parameter)
+        return (
+            f"CASE WHEN {layers} IS NULL THEN true "
+            f"WHEN {layers} IS :: LIST<ANY> THEN size({layers}) = 0 OR "
+            f"any({item} IN {layers} WHERE {item} IS :: STRING NOT NULL AND {item} IN {scope}) "
+            "ELSE false END"
+        )
+
+    def visible_relationship(self, rel: str) -> str:
+        """The relationship itself is visible and not of a hidden type (endpoints are checked apart)."""
+        own = f"({self.visible(rel)})"
+        if not self.hidden_types:
+            return own
+        types = ", ".join(string_literal(t) for t in self.hidden_types)
+        return f"{own} AND NOT type({rel}) IN [{types}]"
+
+    def visible_path(self, path: str, *, has_relationships: bool = True) -> str:
+        """Every node and every relationship on ``path`` is visible."""
+        node = f"{GENERATED_PREFIX}x"
+        out = f"all({node} IN nodes({path}) WHERE {self.visible(node)})"
+        if has_relationships:
+            rel = f"{GENERATED_PREFIX}r"
+            out += f" AND all({rel} IN relationships({path}) WHERE {self.visible_relationship(rel)})"
+        return out
+
+    def visible_relationship_with_endpoints(self, rel: str) -> str:
+        """A relationship bound outside a pattern (an index procedure's YIELD): it and both endpoints."""
+        return (
+            f"{self.visible_relationship(rel)} AND ({self.visible(f'startNode({rel})')}) "
+            f"AND ({self.visible(f'endNode({rel})')})"
+        )
