@@ -10,7 +10,13 @@ import neo4j
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
 from sandbox.config import SandboxConfig
-from sandbox.explain import ExplainRejected, check_no_external_access, check_procedures, check_query_type
+from sandbox.explain import (
+    ExplainRejected,
+    check_no_external_access,
+    check_operators_read_only,
+    check_procedures,
+    check_query_type,
+)
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
 from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
@@ -97,6 +103,7 @@ class BoltBackend:
             if job.explain_check:
                 plan_summary = tx.run("EXPLAIN " + job.cypher, job.params).consume()
                 check_query_type(plan_summary.query_type)
+                check_operators_read_only(plan_summary.plan)
                 check_procedures(plan_summary.plan, job.procedures_allowed)
                 check_no_external_access(plan_summary.plan)
             result = tx.run(job.cypher, job.params)

@@ -14,11 +14,14 @@ from typing import Any
 # "db.labels() :: (label :: STRING)" -> "db.labels"
 _PROCEDURE_NAME = re.compile(r"^\s*`?([A-Za-z_][\w.`]*?)`?\s*\(")
 
-# Operators that change the graph or the schema. Used only where Neo4j does not
-# report a query type (the Query API); Bolt's summary.query_type is authoritative.
+# Operators that change the graph or the schema, or are commands rather than queries.
+# Neo4j 5.26 plans SHOW SETTINGS / SHOW TRANSACTIONS / SHOW PROCEDURES and even
+# TERMINATE TRANSACTIONS as query type "r", so the query type alone is not enough:
+# this list is checked on every transport (on the Query API, which reports no type,
+# it is the whole check).
 _UPDATING_OPERATOR = re.compile(
     r"^(Create|Merge|Delete|DetachDelete|Set|Remove|Foreach|LoadCSV|Transaction|DoNothing|Drop|Alter"
-    r"|Rename|Grant|Revoke|Deny|Start|Stop|Terminate|EmptyResult)",
+    r"|Rename|Grant|Revoke|Deny|Start|Stop|Terminate|EmptyResult|Show|AdministrationCommand)",
     re.IGNORECASE,
 )
 
@@ -81,10 +84,10 @@ def check_query_type(query_type: str | None) -> None:
 
 
 def check_operators_read_only(plan: Mapping[str, Any] | None) -> None:
-    """For transports without a query type: refuse any updating or administrative operator."""
+    """Refuse any updating, administrative or command operator in the plan."""
     if plan is None:
         raise ExplainRejected("Neo4j returned no plan for EXPLAIN; refusing")
     for op in _operators(plan):
         name = _operator_name(op)
         if _UPDATING_OPERATOR.match(name):
-            raise ExplainRejected(f"the plan contains the updating operator {name}; only reads run")
+            raise ExplainRejected(f"the plan contains the operator {name}; only plain read queries run")

@@ -241,3 +241,15 @@ def test_scope_layer_two_runs_in_the_sandbox(backend: BoltBackend, seeded: str) 
     hidden = run(backend, cypher, scope=ScopeCheck(layers_property="layers", layers=["team-x"]))
     assert hidden.ok and hidden.rows == [] and hidden.row_count == 0 and hidden.redacted == 3
     assert hidden.bytes == len(encode(hidden.rows).encode())
+
+
+def test_explain_check_refuses_commands_that_neo4j_types_as_reads(backend: BoltBackend) -> None:
+    # Neo4j 5.26 gives these query type "r", and READ mode runs them: SHOW SETTINGS leaks the
+    # server's configuration, SHOW TRANSACTIONS other sessions' queries and parameters, and
+    # TERMINATE TRANSACTIONS kills them. The plan's operators are what give them away.
+    for cypher in ("SHOW SETTINGS", "SHOW TRANSACTIONS", "SHOW PROCEDURES", "SHOW FUNCTIONS", "SHOW INDEXES",
+                   "SHOW CONSTRAINTS", "TERMINATE TRANSACTIONS 'neo4j-transaction-1'", "SHOW DATABASES"):  # fmt: skip
+        # Recorded, not wished for: READ mode alone lets every one of these run.
+        assert run(backend, cypher, explain_check=False).ok, cypher
+        result = run(backend, cypher)
+        assert result.error is not None and result.error.code == "explain_rejected", (cypher, result.error)
