@@ -24,11 +24,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import anyio
-from mcp import Client, StdioServerParameters
-
-REPO = Path(__file__).resolve().parent.parent
+# Run as a script, this file's directory comes first on sys.path and "mcp" would be this
+# file, not the SDK: drop it, put the repository there instead.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+REPO = _HERE.parent
 sys.path.insert(0, str(REPO))
+
+import anyio  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
 
 from gateway import images, neo4j_local  # noqa: E402
 from gateway.config import load_settings, neo4j_target  # noqa: E402
