@@ -218,6 +218,21 @@ def test_http_right_token_is_served_with_its_scope(http_server: HttpServer, seed
         assert token not in http_server.log_path.read_text()
 
 
+def test_http_schema_resource_is_scoped_to_the_token(http_server: HttpServer, seeded_graph: SeededGraph) -> None:
+    async def read(token: str) -> dict[str, Any]:
+        async with create_mcp_http_client(headers={"authorization": f"Bearer {token}"}) as http, Client(
+            streamable_http_client(http_server.url, http_client=http), read_timeout_seconds=120
+        ) as client:
+            contents = (await client.read_resource("schema://graph")).contents
+            data: dict[str, Any] = json.loads(contents[0].text)
+            return data
+
+    in_scope = anyio.run(read, http_server.tokens["agent-in-scope"])
+    no_scope = anyio.run(read, http_server.tokens["agent-no-scope"])
+    assert seeded_graph.label in in_scope["labels"] and "blob" in in_scope["propertyKeys"]
+    assert seeded_graph.label not in no_scope["labels"]
+
+
 def test_http_oversized_request_is_refused(http_server: HttpServer) -> None:
     headers = {**HEADERS, "authorization": "Bearer " + http_server.tokens["agent-in-scope"]}
     response = httpx.post(http_server.url, json={**INIT, "pad": "x" * 70_000}, headers=headers)
