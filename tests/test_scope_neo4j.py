@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (a table of queries reads better one per line)
 """The rewrite against the real Neo4j: each query runs unscoped (it must leak, or the case
 proves nothing) and rewritten (the hidden elements must be gone, the visible ones kept)."""
 
@@ -14,15 +15,17 @@ from tests.conftest_scope import RunScoped, ids, leaked_secrets
 pytest_plugins = ["tests.conftest_scope"]
 pytestmark = pytest.mark.integration
 
-A, B, GLOBAL = ["project-a"], ["project-b"], []
+A: list[str] = ["project-a"]
+B: list[str] = ["project-b"]
+GLOBAL: list[str] = []
 
 # (case id, query, scope, ids that must vanish, ids that must stay)
 CASES: list[tuple[str, str, list[str], set[str], set[str]]] = [
-    ("other-project-layer", "MATCH (f:Fact) RETURN f", A,
+    ("other-project-layer", "MATCH (f:Fact:ScopeFixture) RETURN f", A,
      {"fact-b1", "fact-b2"}, {"fact-a1", "fact-a2", "fact-ab", "fact-g1", "fact-g2"}),
-    ("forgotten-scope-is-global-only", "MATCH (f:Fact) RETURN f", GLOBAL,
+    ("forgotten-scope-is-global-only", "MATCH (f:Fact:ScopeFixture) RETURN f", GLOBAL,
      {"fact-a1", "fact-b1", "fact-ab"}, {"fact-g1", "fact-g2"}),
-    ("malformed-layers-hidden", "MATCH (f:Fact) RETURN f.id", A, {"fact-bad"}, {"fact-a1"}),
+    ("malformed-layers-hidden", "MATCH (f:Fact:ScopeFixture) RETURN f.id", A, {"fact-bad"}, {"fact-a1"}),
     ("visible-edge-to-hidden-node", "MATCH (:Task {id: 'task-a1'})-[:HAS_ATTEMPT]->(a) RETURN a.id", A,
      {"att-a1-h"}, {"att-a1-1", "att-a1-2", "att-a1-4"}),
     ("hidden-intermediate-var-length", "MATCH (:Attempt {id: 'att-a1-2'})-[:NEXT*1..3]->(b) RETURN b.id", A,
@@ -33,32 +36,32 @@ CASES: list[tuple[str, str, list[str], set[str], set[str]]] = [
      "MATCH (:Attempt {id: 'att-a1-1'}) ((x)-[:NEXT]->(y)){1,3} (e) RETURN e.id, [n IN x | n.id]", A,
      {"att-a1-h", "att-a1-4"}, {"att-a1-2"}),
     ("shortest-path-avoids-hidden",
-     "MATCH p = shortestPath((a:Fact {id: 'fact-a1'})-[*..4]-(b:Fact {id: 'fact-a2'})) RETURN [n IN nodes(p) | n.id]",
+     "MATCH p = allShortestPaths((a:Fact {id: 'fact-a1'})-[*..4]-(b:Fact {id: 'fact-a2'})) RETURN [n IN nodes(p) | n.id]",
      A, {"fact-b1"}, {"fact-ab"}),
     ("hidden-edge-between-visible-nodes", "MATCH (:Fact {id: 'fact-g1'})-[r]->(b) RETURN r, b.id", GLOBAL,
      {"e-fg1-fg2", "fact-g2", "fact-a1"}, set()),
     ("correction-edge-anonymous", "MATCH (d:Decision {id: 'dec-a1'})-->(o) RETURN o.id", A, {"dec-a0"}, set()),
-    ("correction-edge-into-other-layer", "MATCH (d:Decision)-[r]-(o) RETURN d.id, type(r), o.id", GLOBAL,
+    ("correction-edge-into-other-layer", "MATCH (d:Decision:ScopeFixture)-[r]-(o) RETURN d.id, type(r), o.id", GLOBAL,
      {"dec-gb", "SUPERSEDES"}, set()),
     ("contradicts-never-traversed", "MATCH (c:Claim {id: 'claim-g1'})-[r]->(x) RETURN type(r), x.id", B,
      {"CONTRADICTS"}, {"dec-a1"} - {"dec-a1"}),
     ("optional-match-yields-null",
      "MATCH (t:Task {id: 'task-a1'}) OPTIONAL MATCH (t)-[:ABOUT]->(f) RETURN t.id, collect(f.id)", A,
      {"fact-b2"}, {"task-a1", "fact-a1"}),
-    ("union-branches", "MATCH (f:Fact) RETURN f.id AS id UNION MATCH (s:Secret) RETURN s.id AS id", A,
+    ("union-branches", "MATCH (f:Fact:ScopeFixture) RETURN f.id AS id UNION MATCH (s:Secret:ScopeFixture) RETURN s.id AS id", A,
      {"fact-b1", "secret-b1", "secret-b2"}, {"fact-a1", "secret-a", "secret-g"}),
-    ("call-subquery", "CALL { MATCH (s:Secret) RETURN s } RETURN s.id", A, {"secret-b1"}, {"secret-a"}),
-    ("exists-subquery", "MATCH (d:Decision) WHERE EXISTS { (d)<-[:DISAGREES]-(:Claim) } RETURN d.id", A,
+    ("call-subquery", "CALL { MATCH (s:Secret:ScopeFixture) RETURN s } RETURN s.id", A, {"secret-b1"}, {"secret-a"}),
+    ("exists-subquery", "MATCH (d:Decision:ScopeFixture) WHERE EXISTS { (d)<-[:DISAGREES]-(:Claim) } RETURN d.id", A,
      {"dec-a1"}, set()),
-    ("pattern-predicate", "MATCH (d:Decision) WHERE (d)<-[:DISAGREES]-() RETURN d.id", A, {"dec-a1"}, set()),
+    ("pattern-predicate", "MATCH (d:Decision:ScopeFixture) WHERE (d)<-[:DISAGREES]-() RETURN d.id", A, {"dec-a1"}, set()),
     ("collect-subquery",
      "MATCH (d:Decision {id: 'dec-a1'}) RETURN COLLECT { MATCH (d)<--(c:Claim) RETURN c.id } AS claims", A,
      {"claim-b1"}, {"claim-a1", "claim-g1"}),
-    ("pattern-comprehension", "MATCH (t:Task {id: 'task-a1'}) RETURN [(t)-->(x) | x.text] AS texts", A,
-     {"SECRET-B use prod token"}, {"repo-a uses pnpm"}),
-    ("start-end-node", "MATCH ()-[r:HAS_ATTEMPT]->() RETURN startNode(r).id, endNode(r).id", A,
+    ("pattern-comprehension", "MATCH (t:Task {id: 'task-a1'}) RETURN [(t)-->(x) | coalesce(x.text, x.action)] AS texts", A,
+     {"SECRET-B use prod token"}, {"rerun test", "repo-a uses pnpm"}),
+    ("start-end-node", "MATCH (:ScopeFixture)-[r:HAS_ATTEMPT]->() RETURN startNode(r).id, endNode(r).id", A,
      {"att-a1-h", "att-b1-1"}, {"att-a1-1"}),
-    ("aggregate-text", "MATCH (f:Fact) RETURN collect(f.text) AS texts", A,
+    ("aggregate-text", "MATCH (f:Fact:ScopeFixture) RETURN collect(f.text) AS texts", A,
      {"SECRET-B vault path /kv/billing"}, {"repo-a uses pnpm"}),
 ]
 
@@ -77,8 +80,8 @@ def test_rewritten_query_never_returns_hidden_elements(
 
 @pytest.mark.parametrize("layers, expected", [(GLOBAL, 1), (A, 2), (B, 3), (["project-a", "project-b"], 4)])
 def test_count_counts_only_visible_nodes(run_scoped: RunScoped, layers: list[str], expected: int) -> None:
-    assert run_scoped("MATCH (n:Secret) RETURN count(n)", layers, rewrite=False).rows == [[4]]
-    assert run_scoped("MATCH (n:Secret) RETURN count(n)", layers).rows == [[expected]]
+    assert run_scoped("MATCH (n:Secret:ScopeFixture) RETURN count(n)", layers, rewrite=False).rows == [[4]]
+    assert run_scoped("MATCH (n:Secret:ScopeFixture) RETURN count(n)", layers).rows == [[expected]]
 
 
 def test_count_subquery_side_channel_is_closed(run_scoped: RunScoped) -> None:
@@ -88,7 +91,7 @@ def test_count_subquery_side_channel_is_closed(run_scoped: RunScoped) -> None:
 
 
 def test_optional_match_keeps_the_row_with_null(run_scoped: RunScoped) -> None:
-    query = "MATCH (c:Claim {id: 'claim-g1'}) OPTIONAL MATCH (c)-[:CONTRADICTS]->(x) RETURN c.id, x.id"
+    query = "MATCH (c:Claim {id: 'claim-g1'}) OPTIONAL MATCH (c)-->(x:Claim) RETURN c.id, x.id"
     assert run_scoped(query, B, rewrite=False).rows == [["claim-g1", "claim-b1"]]
     assert run_scoped(query, B).rows == [["claim-g1", None]]
 
@@ -109,10 +112,10 @@ def _check(layers: list[str]) -> ScopeCheck:
 @pytest.mark.parametrize(
     "cypher",
     [
-        "MATCH (f:Fact) RETURN f, f.text",
+        "MATCH (f:Fact:ScopeFixture) RETURN f, f.text",
         "MATCH p = (:Task {id: 'task-a1'})-[:HAS_ATTEMPT]->() RETURN p",
-        "MATCH (d:Decision)-[r]->(o) RETURN d, r, o",
-        "MATCH (s:Secret) RETURN collect(s) AS all",
+        "MATCH (d:Decision:ScopeFixture)-[r]->(o) RETURN d, r, o",
+        "MATCH (s:Secret:ScopeFixture) RETURN collect(s) AS all",
     ],
 )
 def test_layer_two_alone_catches_what_layer_one_is_switched_off_for(run_scoped: RunScoped, cypher: str) -> None:
@@ -127,7 +130,7 @@ def test_layer_two_alone_catches_what_layer_one_is_switched_off_for(run_scoped: 
 
 
 def test_rewritten_query_is_still_a_read_with_the_same_columns(run_scoped: RunScoped) -> None:
-    query = "MATCH (t:Task)-[:HAS_ATTEMPT]->(a) RETURN t.id AS task, count(a) AS attempts ORDER BY task"
+    query = "MATCH (t:Task:ScopeFixture)-[:HAS_ATTEMPT]->(a) RETURN t.id AS task, count(a) AS attempts ORDER BY task"
     scoped = run_scoped(query, A)
     assert scoped.columns == ["task", "attempts"]
     assert scoped.rows == [["task-a1", 3], ["task-g1", 1]]

@@ -1,0 +1,124 @@
+"""The scope rewrite as a pure pass: what it injects, and what it refuses (no database here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway import guard, scope
+from gateway.policy import Policy, load_policy
+
+POLICY = load_policy()
+
+
+def rewritten(cypher: str, tool: str = "analyze", policy: Policy = POLICY) -> str:
+    decision = guard.check(cypher, {}, tool, policy)  # type: ignore[arg-type]
+    assert decision.allowed and decision.parsed is not None, decision.reason
+    return scope.rewrite(decision.parsed, policy=policy, tool=tool).cypher  # type: ignore[arg-type]
+
+
+def refusal(cypher: str) -> str:
+    decision = guard.check(cypher, {}, "analyze", POLICY)
+    assert decision.parsed is not None, decision.reason
+    with pytest.raises(scope.ScopeUnsupported) as info:
+        scope.rewrite(decision.parsed, policy=POLICY, tool="analyze")
+    assert info.value.rule == "scope.unsupported"
+    return info.value.reason
+
+
+def test_a_match_gets_a_path_variable_and_a_predicate_on_every_node_and_relationship() -> None:
+    out = rewritten("MATCH (a:Fact)-->(b) RETURN b")
+    assert out.startswith("MATCH __gw_p1 = (a:Fact)-->(b) WHERE ")
+    assert "all(__gw_x IN nodes(__gw_p1)" in out and "all(__gw_r IN relationships(__gw_p1)" in out
+    assert "$__gw_scope" in out and out.endswith(" RETURN b")
+
+
+def test_an_existing_where_is_kept_and_anded_with_the_predicate() -> None:
+    out = rewritten("MATCH (a) WHERE a.x = 1 OR a.y = 2 RETURN a")
+    # The agent's OR must stay inside parentheses: `x OR y AND scope` would let every `x` through.
+    assert "WHERE (a.x = 1 OR a.y = 2) AND (all(__gw_x IN nodes(__gw_p1)" in out
+
+
+def test_a_named_path_is_reused_not_renamed() -> None:
+    out = rewritten("MATCH p = (a)-[*1..3]->(b) RETURN p")
+    assert "__gw_p" not in out.split("WHERE")[0]
+    assert "nodes(p)" in out and "relationships(p)" in out
+
+
+@pytest.mark.parametrize(
+    "cypher, marker",
+    [
+        ("MATCH (a) WHERE EXISTS { (a)-->(b) } RETURN a", "EXISTS { MATCH __gw_p2 = (a)-->(b) WHERE"),
+        ("MATCH (a) RETURN COUNT { (a)-->() } AS c", "COUNT { MATCH __gw_p2 = (a)-->() WHERE"),
+        ("MATCH (a) RETURN COLLECT { MATCH (a)-->(b) RETURN b.id } AS c", "COLLECT { MATCH __gw_p2 = (a)-->(b) WHERE"),
+        ("MATCH (a) RETURN [(a)-->(b) | b.id] AS c", "[__gw_p2 = (a)-->(b) WHERE"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x > 1 | b.id] AS c", "[__gw_p2 = (a)-->(b) WHERE (b.x > 1) AND"),
+        ("MATCH (a) WHERE (a)-->(:Fact) RETURN a", "(EXISTS { MATCH __gw_p2 = (a)-->(:Fact) WHERE"),
+        ("MATCH (a) WHERE NOT (a)-->() RETURN a", "NOT EXISTS { MATCH __gw_p2 = (a)-->() WHERE"),
+        ("MATCH ((a)-[:NEXT]->(b)){1,3} RETURN a", "MATCH __gw_p1 = ((a)-[:NEXT]->(b)){1,3} WHERE"),
+        ("MATCH p = shortestPath((a)-[*..4]-(b)) RETURN p", "MATCH p = shortestPath((a)-[*..4]-(b)) WHERE"),
+        ("MATCH shortestPath((a)-[*..4]-(b)) RETURN a", "MATCH __gw_p1 = shortestPath((a)-[*..4]-(b)) WHERE"),
+        ("OPTIONAL MATCH (a)-->(b) RETURN b", "OPTIONAL MATCH __gw_p1 = (a)-->(b) WHERE"),
+        ("CALL { MATCH (a) RETURN a } RETURN a", "CALL { MATCH __gw_p1 = (a) WHERE"),
+        ("MATCH (a) RETURN a UNION MATCH (b) RETURN b AS a", "UNION MATCH __gw_p2 = (b) WHERE"),
+    ],
+)
+def test_every_pattern_construct_is_scoped(cypher: str, marker: str) -> None:
+    out = rewritten(cypher)
+    assert marker in out, out
+    # One predicate per generated or named path: none of them is left without it.
+    assert out.count("all(__gw_x IN nodes(") == out.count("= ") - out.count(" = 0")
+
+
+def test_bookkeeping_relationships_are_excluded_unless_the_policy_allows_them() -> None:
+    assert "NOT type(__gw_r) IN ['CONTRADICTS', 'SUPERSEDES']" in rewritten("MATCH (a)-->(b) RETURN b")
+    allowing = POLICY.model_copy(
+        update={"scope": POLICY.scope.model_copy(update={"allow_bookkeeping": {"recall": False, "analyze": True}})}
+    )
+    assert "NOT type(" not in rewritten("MATCH (a)-->(b) RETURN b", policy=allowing)
+
+
+def test_the_scope_parameter_and_property_come_from_the_policy() -> None:
+    custom = POLICY.model_copy(
+        update={"scope": POLICY.scope.model_copy(update={"layers_property": "vis", "scope_parameter": "__gw_who"})}
+    )
+    out = rewritten("MATCH (a) RETURN a", policy=custom)
+    assert "__gw_x.vis" in out and "$__gw_who" in out and ".layers" not in out
+
+
+@pytest.mark.parametrize(
+    "attack, why",
+    [
+        # Index procedures rank hidden elements too and ignore label filters.
+        ("CALL db.index.fulltext.queryNodes('facts', 'vault') YIELD node RETURN node", "index procedures"),
+        ("CALL db.index.vector.queryNodes('emb', 5, [0.1, 0.2]) YIELD node RETURN node", "index procedures"),
+        ("CALL db.schema.visualization()", "procedure"),
+        # Functions that fetch elements by id or count relationships bypass every pattern.
+        ("MATCH (a) RETURN apoc.node.degree(a)", "apoc.node.degree"),
+        ("RETURN apoc.nodes.get([1, 2, 3])", "apoc.nodes.get"),
+        ("MATCH (a) RETURN my.custom.fn(a)", "my.custom.fn"),
+        # shortestPath as an expression returns a path no WHERE of ours could reach.
+        ("MATCH (a), (b) RETURN shortestPath((a)-[*..3]-(b))", "shortestPath"),
+        # A variable in the gateway's namespace could shadow a generated one.
+        ("MATCH (__gw_x) RETURN __gw_x", "reserved"),
+        ("MATCH (`__gw_p1`)-->(b) RETURN b", "reserved"),
+    ],
+)
+def test_constructs_the_rewrite_cannot_scope_are_refused(attack: str, why: str) -> None:
+    reason = refusal(attack)
+    assert why in reason, reason
+
+
+def test_a_query_referencing_the_reserved_scope_parameter_is_refused() -> None:
+    # Guard rejects a caller-supplied key; the rewrite also refuses the text naming it.
+    decision = guard.check("MATCH (a) WHERE $__gw_scope IS NOT NULL RETURN a", {}, "analyze", POLICY)
+    if decision.parsed is not None and decision.allowed:
+        with pytest.raises(scope.ScopeUnsupported):
+            scope.rewrite(decision.parsed, policy=POLICY, tool="analyze")
+    else:
+        assert decision.rule is not None
+
+
+def test_schema_name_procedures_pass_and_start_end_node_are_allowed() -> None:
+    assert rewritten("CALL db.labels() YIELD label RETURN label") == "CALL db.labels() YIELD label RETURN label"
+    out = rewritten("MATCH ()-[r]->() RETURN startNode(r).id, endNode(r).id")
+    assert "relationships(__gw_p1)" in out
