@@ -16,6 +16,8 @@ The lexer follows Neo4j's own lexical rules where a guard could be fooled:
   on 5.26: ``'\u0027 CREATE (x) //'`` is an empty string followed by a live
   CREATE, and ``// \u000a`` ends a comment). Any ``\uXXXX`` that decodes to
   something other than a letter or digit is refused wherever it appears;
+* ``name$x`` is one identifier to Neo4j but a name and a parameter here, so a
+  parameter glued to a preceding name is refused;
 * anything else (an unknown character, an unterminated string or comment) is a
   :class:`LexError`, so the guard fails closed.
 """
@@ -125,6 +127,9 @@ def tokenize(text: str) -> tuple[list[Token], int]:
         elif kind == "QID":
             tokens.append(Token("QID", m.group(kind)[1:-1].replace("``", "`"), start, end))
         elif kind == "PARAM":
+            if tokens and tokens[-1].end == start and tokens[-1].kind in ("ID", "NUM"):
+                # Neo4j reads "name$x" as one identifier ($ is a Java identifier part).
+                raise LexError("'$' directly after a name; put a space before the parameter", start)
             name = m.group(kind)[1:]
             if name.startswith("`"):
                 name = name[1:-1].replace("``", "`")

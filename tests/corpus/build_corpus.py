@@ -362,6 +362,9 @@ for q, tags in [("MATCH (s:Secret) RETURN s", ["denied-label"]), ("MATCH (n) WHE
                 ("MATCH (n:Public|Secret) RETURN n", ["label-expression"])]:
     add(q, "deny", "label.denied", label=S, tags=tags, policy="permissive", note="the test policy denies label Secret")
 
+add("UNWIND $rows AS row MATCH (n {id: row.id}) RETURN$n, row", "deny", "parse.failed", label="MALFORMED",
+    tags=["dollar-in-identifier"], note="Neo4j reads RETURN$n as one identifier; found by the differential fuzz")
+
 # sanity: every case decides as labelled with the current guard
 bad = []
 for c in out:
