@@ -77,7 +77,6 @@ SCOPABLE_SELECTORS: frozenset[str | None] = frozenset(
     {None, "shortestPath", "allShortestPaths", "ALL", "ALL PATH", "ALL PATHS"}
 )
 
-_LEGACY_SHORTEST = frozenset({"shortestPath", "allShortestPaths"})
 
 
 @dataclass
@@ -127,13 +126,6 @@ def refuse_unscopable(ctx: Context) -> None:
             raise ScopeUnsupported(
                 f"the path selector {node.selector} picks paths before the scope filter applies; "
                 "use shortestPath()/allShortestPaths(), whose WHERE Neo4j applies during the search"
-            )
-        if isinstance(node, ast.PatternPart) and node.selector is not None and node.selector not in _LEGACY_SHORTEST:
-            # Neo4j applies a MATCH's WHERE to GQL selectors (SHORTEST k, ANY, …) only after it has
-            # picked the paths: the answer would change when a hidden shortcut exists, which tells
-            # the caller that one does. shortestPath() takes the WHERE into its search instead.
-            raise ScopeUnsupported(
-                f"the path selector {node.selector} cannot be scoped; use shortestPath() or allShortestPaths()"
             )
         if isinstance(node, ast.PatternPredicate) and node.pattern.selector is not None:
             raise ScopeUnsupported(
