@@ -31,10 +31,12 @@ class AuditEvent(BaseModel):
     principal: str
     transport: str
     tool: str
+    # For ``check`` lines: the tool the query was checked against.
+    checked_tool: str | None = None
     query_hash: str
     query: str | None = None
     param_keys: list[str] = Field(default_factory=list)
-    decision: str = "pending"  # "answered" | "rejected" | "error" | "degraded"
+    decision: str = "pending"  # "answered" | "rejected" | "error" | "degraded"; check: "allowed" | "rejected"
     rule: str | None = None
     error_code: str | None = None
     query_type: str | None = None
@@ -74,6 +76,13 @@ class AuditEvent(BaseModel):
                 "rule": getattr(error, "rule", None), "error_code": error.code, "duration_ms": _elapsed_ms(started),
             }
         )
+
+
+    def checked(self, tool: str, allowed: bool, rule: str | None, started: float) -> AuditEvent:
+        return self.model_copy(
+            update={"checked_tool": tool, "decision": "allowed" if allowed else "rejected", "rule": rule,
+                    "duration_ms": _elapsed_ms(started)}
+        )  # fmt: skip
 
 
 def _elapsed_ms(started: float) -> float:

@@ -116,6 +116,7 @@ def build_server(
     server: MCPServer[Any] = MCPServer(
         name,
         instructions="Read-only Cypher over a sandboxed Neo4j. Start with `schema`, use `check` to fix queries.",
+        middleware=[_taxonomy_for_sdk_errors],
     )
 
     async def _run(tool: Literal["recall", "analyze"], cypher: str, params: dict[str, Any] | None,
@@ -149,8 +150,10 @@ def build_server(
         params: Params = None,
     ) -> Annotated[CallToolResult, CheckResult]:
         try:
-            principal, _ = resolve(ctx)
-            result = await anyio.to_thread.run_sync(lambda: gateway.check(tool, cypher, params, principal))
+            principal, transport = resolve(ctx)
+            result = await anyio.to_thread.run_sync(
+                lambda: gateway.check(tool, cypher, params, principal, transport=transport)
+            )
         except GatewayError as exc:
             return error_result(exc)
         return _ok(result)
@@ -189,6 +192,23 @@ def build_server(
     for tool_name in ("recall", "analyze", "check", "schema"):
         _forbid_unknown_arguments(server, tool_name)
     return server
+
+
+async def _taxonomy_for_sdk_errors(ctx: Any, call_next: Any) -> Any:
+    # Argument validation and unknown tool names fail inside the SDK, before our tool
+    # functions run; give those answers the same error shape and codes as ours. The
+    # result here is already the wire dict: edit its content, keep its envelope.
+    result = await call_next(ctx)
+    if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
+        return result
+    content = result.get("content") or [{}]
+    text = content[0].get("text", "") if isinstance(content[0], dict) else ""
+    if text.startswith('{"error"'):
+        return result
+    invalid = "validation error" in text or "Unknown tool" in text
+    body = ErrorBody(code="invalid_input" if invalid else "unavailable", message=text or "the tool call failed")
+    result["content"] = [{"type": "text", "text": json.dumps({"error": body.model_dump(exclude_none=True)})}]
+    return result
 
 
 def _forbid_unknown_arguments(server: MCPServer[Any], name: str) -> None:

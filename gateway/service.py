@@ -129,9 +129,28 @@ class Gateway:
     # --- check -------------------------------------------------------------------------------
 
     def check(
-        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal
+        self,
+        tool: ToolName,
+        cypher: str,
+        params: Mapping[str, Any] | None,
+        principal: Principal,
+        *,
+        transport: Transport = "direct",
     ) -> CheckResult:
         """Guard + scope rewrite, nothing run. Never raises for a bad query: it says why."""
+        started = time.monotonic()
+        result = self._check(tool, cypher, params, principal)
+        event = AuditEvent.begin(
+            query_id=uuid.uuid4().hex, principal=principal.name, transport=transport, tool="check",
+            cypher=cypher if isinstance(cypher, str) else repr(cypher),
+            param_keys=sorted(params) if isinstance(params, Mapping) else [],
+        )  # fmt: skip
+        self._audit(event.checked(tool, result.allowed, result.rule, started))
+        return result
+
+    def _check(
+        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal
+    ) -> CheckResult:
         try:
             prepared = self._prepare(tool, cypher, params, principal)
         except QueryRejected as exc:

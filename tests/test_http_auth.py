@@ -119,7 +119,9 @@ def test_right_token_is_served_as_its_principal(served: Served) -> None:
     result = _call(served.url, OTHER, "check", {"cypher": "MATCH (n) RETURN n.x AS x", "tool": "analyze"})
     assert not result.is_error
     lines = served.audit.read()
-    assert [(line["principal"], line["transport"], line["tool"]) for line in lines] == [("alice", "http", "analyze")]
+    assert [(line["principal"], line["transport"], line["tool"]) for line in lines] == [
+        ("alice", "http", "analyze"), ("bob", "http", "check")]  # fmt: skip
+    assert lines[1]["checked_tool"] == "analyze" and lines[1]["decision"] == "allowed"
     assert lines[0]["decision"] == "degraded" and lines[0]["degraded"] == ["analyze:disabled"]
 
 

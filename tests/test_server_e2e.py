@@ -118,6 +118,7 @@ def test_stdio_recall_rejection_truncation_and_audit(
         ("analyze", "rejected", "write.clause"),
         ("analyze", "answered", None),
         ("analyze", "answered", None),
+        ("check", "rejected", "write.clause"),
     ]
     assert all(line["principal"] == "stdio-agent" and line["transport"] == "stdio" for line in lines)
     assert lines[2]["truncation"] == "rows" and lines[3]["truncation"] == "bytes"
