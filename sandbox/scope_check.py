@@ -55,8 +55,12 @@ def _value_visible(value: Any, scope: ScopeCheck, allowed: frozenset[str], hidde
                 stack.extend(item.get("nodes") or [])
                 stack.extend(item.get("relationships") or [])
             elif kind == "map":
-                stack.append(item.get("value"))
-            elif kind is None:
+                # The serializer's wrapper for a user map that has its own "$type" key:
+                # its entries are plain values, never a tag.
+                inner = item.get("value")
+                stack.extend(inner.values() if isinstance(inner, dict) else [inner])
+            else:
+                # Plain maps and any other tag: look inside anyway, never skip unseen.
                 stack.extend(item.values())
     return True
 

@@ -1,0 +1,101 @@
+"""Layer 2 (sandbox/scope_check.py) on serialized rows: every element is checked, whole rows go."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sandbox.scope_check import filter_rows
+from sandbox.wire import ScopeCheck
+
+CHECK = ScopeCheck(layers_property="layers", layers=["project-a"], hidden_relationship_types=["SUPERSEDES"])
+
+
+def node(layers: Any = None, **props: Any) -> dict[str, Any]:
+    properties = dict(props)
+    if layers is not None:
+        properties["layers"] = layers
+    return {"$type": "node", "elementId": "4:x:1", "labels": ["Fact"], "properties": properties}
+
+
+def rel(layers: Any = None, rel_type: str = "RELATES") -> dict[str, Any]:
+    properties = {} if layers is None else {"layers": layers}
+    return {"$type": "relationship", "elementId": "5:x:1", "type": rel_type,
+            "startElementId": "4:x:1", "endElementId": "4:x:2", "properties": properties}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        node(),  # no layers property: global
+        node([]),  # empty list: global
+        node(["project-a"]),
+        node(["project-b", "project-a"]),
+        rel(["project-a"]),
+        {"$type": "path", "nodes": [node(), node(["project-a"])], "relationships": [rel()]},
+        [node(), [node([])]],
+        {"key": node(["project-a"])},
+        "a plain string", 42, None,
+    ],
+)
+def test_visible_values_are_kept(value: Any) -> None:
+    rows, redacted = filter_rows(["v"], [[value]], CHECK)
+    assert rows == [[value]] and redacted == 0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        node(["project-b"]),
+        node("project-a"),  # a string, not a list: malformed, hidden even though it names the scope
+        node([1, 2]),
+        node([None]),
+        rel(["project-b"]),
+        rel(None, "SUPERSEDES"),  # a bookkeeping type is hidden whatever its layers
+        # A hidden node in the middle of a path hides the whole path.
+        {"$type": "path", "nodes": [node(), node(["project-b"]), node()], "relationships": [rel(), rel()]},
+        [node(), [node(), [node(["project-b"])]]],  # nested in collected lists
+        {"deep": {"deeper": node(["project-b"])}},  # inside a map value
+        {"$type": "map", "value": {"$type": node(["project-b"])}},  # a user map wrapped by the serializer
+        {"$type": "node", "elementId": "4:x:9", "labels": [], "properties": "not a map"},
+    ],
+)
+def test_a_row_with_any_hidden_element_is_dropped_whole(value: Any) -> None:
+    # The second column stands for `n.secret`: it must go with the hidden element.
+    rows, redacted = filter_rows(["n", "secret"], [[value, "SECRET"], [node(), "fine"]], CHECK)
+    assert rows == [[node(), "fine"]] and redacted == 1
+
+
+def test_empty_scope_means_global_only() -> None:
+    empty = ScopeCheck(layers_property="layers", layers=[])
+    rows, redacted = filter_rows(["n"], [[node()], [node([])], [node(["project-a"])]], empty)
+    assert rows == [[node()], [node([])]] and redacted == 1
+
+
+def test_the_layers_property_name_comes_from_the_check() -> None:
+    custom = ScopeCheck(layers_property="vis", layers=["x"])
+    hidden = {"$type": "node", "elementId": "1", "labels": [], "properties": {"vis": ["y"], "layers": ["x"]}}
+    assert filter_rows(["n"], [[hidden]], custom) == ([], 1)
+
+
+def test_deeply_nested_lists_do_not_overflow() -> None:
+    value: Any = node(["project-b"])
+    for _ in range(5000):
+        value = [value]
+    assert filter_rows(["v"], [[value]], CHECK) == ([], 1)
+
+
+def test_scope_check_imports_only_stdlib_pydantic_and_the_wire() -> None:
+    import ast as pyast
+    from pathlib import Path
+
+    import sandbox.scope_check as module
+
+    tree = pyast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    imported = {
+        (n.module or "") if isinstance(n, pyast.ImportFrom) else a.name
+        for n in pyast.walk(tree) if isinstance(n, pyast.Import | pyast.ImportFrom)
+        for a in n.names
+    }  # fmt: skip
+    assert imported <= {"__future__", "typing", "sandbox.wire"}, imported
