@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.runner import SandboxRunner, error_for
+from gateway.runner import SandboxRunner, error_for, remove_leftovers
 from gateway.runner.docker_io import LABEL_RUNNER
 from sandbox.wire import SandboxError, SandboxResult
 from tests.conftest_sandbox import SettingsFactory, make_job
@@ -145,3 +145,46 @@ def test_jobs_and_settings_come_from_the_policy_and_the_uri() -> None:
         "query-api", 443, "https://abc.databases.neo4j.io:443",
     )  # fmt: skip
     assert "p" not in repr(hosted.neo4j_password)
+
+
+def _runner_in_subprocess(settings_json: str, password: str, exit_how: str) -> str:
+    code = f"""
+import os, sys
+from pydantic import SecretStr
+from gateway.runner import RunnerSettings, SandboxRunner
+settings = RunnerSettings.model_validate_json({settings_json!r}).model_copy(
+    update={{"neo4j_password": SecretStr({password!r})}})
+runner = SandboxRunner(settings)
+assert runner.wait_ready(60)
+print(runner.runner_id, flush=True)
+if {exit_how!r} == "crash":
+    os._exit(0)  # no atexit, no close(): what a killed gateway leaves behind
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _containers_of(docker_client: Any, runner_id: str) -> list[Any]:
+    return list(docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUNNER}={runner_id}"}))
+
+
+def test_a_process_exiting_without_close_leaves_nothing(runner_settings: SettingsFactory, docker_client: Any) -> None:
+    settings = runner_settings(pool_size=1)
+    runner_id = _runner_in_subprocess(settings.model_dump_json(), settings.neo4j_password.get_secret_value(), "exit")
+    assert _containers_of(docker_client, runner_id) == []
+
+
+def test_a_crashed_owners_containers_are_removed_by_the_next_runner(
+    runner_settings: SettingsFactory, docker_client: Any
+) -> None:
+    from gateway.runner import remove_orphans
+
+    settings = runner_settings(pool_size=1)
+    runner_id = _runner_in_subprocess(settings.model_dump_json(), settings.neo4j_password.get_secret_value(), "crash")
+    try:
+        assert _containers_of(docker_client, runner_id), "the crash should have left the pool behind"
+        assert remove_orphans(docker_client) >= 2  # its forwarder and its warm container
+        assert _containers_of(docker_client, runner_id) == []
+    finally:
+        remove_leftovers(docker_client, runner_id)

@@ -11,18 +11,22 @@ which a query could run unsandboxed.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
+import weakref
 from typing import Any, Protocol
 
 import docker.errors
 from docker.client import DockerClient
 
 from gateway.errors import GatewayError, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
-from gateway.runner.docker_io import LABEL_RUNNER, StreamClosed
+from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed
 from gateway.runner.forwarder import Forwarder
 from gateway.runner.jobs import job_for, settings_for
 from gateway.runner.pool import WarmContainer, WarmPool
@@ -36,6 +40,7 @@ __all__ = [
     "error_for",
     "job_for",
     "remove_leftovers",
+    "remove_orphans",
     "settings_for",
 ]
 
@@ -84,6 +89,8 @@ class SandboxRunner:
         self._start()
         self._watcher = threading.Thread(target=self._watch, name="sandbox-forwarder-watch", daemon=True)
         self._watcher.start()
+        # A process that exits without close() must not leave containers behind.
+        atexit.register(_close_quietly, weakref.ref(self))
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -106,6 +113,8 @@ class SandboxRunner:
         except Exception as exc:
             self._reason = f"the Docker daemon is not reachable: {type(exc).__name__}: {str(exc)[:300]}"
             return
+        with contextlib.suppress(Exception):
+            remove_orphans(client)
         forwarder = Forwarder(client, self.settings, self.runner_id)
         try:
             forwarder.start()
@@ -167,15 +176,18 @@ class SandboxRunner:
         self._stop.set()
         with self._lock:
             self._closed = True
+            # Each step may fail (the daemon may be gone); the next must still run.
             if self._pool is not None:
-                self._pool.close()
+                with contextlib.suppress(Exception):
+                    self._pool.close()
             if self._forwarder is not None:
-                self._forwarder.close()
+                with contextlib.suppress(Exception):
+                    self._forwarder.close()
             if self._client is not None:
-                # The daemon may be gone; close() must still return.
                 with contextlib.suppress(Exception):
                     remove_leftovers(self._client, self.runner_id)
-                self._client.close()
+                with contextlib.suppress(Exception):
+                    self._client.close()
             self._pool = self._forwarder = self._client = None
 
     # --- running -----------------------------------------------------------------------------
@@ -234,6 +246,35 @@ class SandboxRunner:
 
 def _failure(job: SandboxJob, code: Any, message: str) -> SandboxResult:
     return SandboxResult(query_id=job.query_id, ok=False, error=SandboxError(code=code, message=message))
+
+
+def _close_quietly(ref: weakref.ReferenceType[SandboxRunner]) -> None:
+    runner = ref()
+    if runner is not None:
+        with contextlib.suppress(Exception):
+            runner.close()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphans(client: Any) -> int:
+    """Remove containers and volumes of runners whose owning process (on this host) is dead."""
+    host = socket.gethostname()
+    dead: set[str] = set()
+    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
+        owner = container.labels.get(LABEL_OWNER, "")
+        owner_host, _, pid = owner.rpartition(":")
+        if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
+            dead.add(container.labels.get(LABEL_RUNNER, ""))
+    return sum(remove_leftovers(client, runner_id) for runner_id in dead if runner_id)
 
 
 def remove_leftovers(client: Any, runner_id: str | None = None) -> int:

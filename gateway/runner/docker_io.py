@@ -6,6 +6,7 @@ header (stream id, three zero bytes, big-endian length) and its payload.
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -21,6 +22,19 @@ SOCKET_DIR = "/run/cgw"
 SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
 LABEL_ROLE = "cypher-gateway.role"
 LABEL_RUNNER = "cypher-gateway.runner"
+# "<hostname>:<pid>" of the process that owns a runner: lets a new runner remove what a
+# dead one left behind without touching the containers of runners that are alive.
+LABEL_OWNER = "cypher-gateway.owner"
+
+
+def owner_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def labels(role: str, runner_id: str) -> dict[str, str]:
+    return {LABEL_ROLE: role, LABEL_RUNNER: runner_id, LABEL_OWNER: owner_label()}
+
+
 STDOUT, STDERR = 1, 2
 
 
@@ -59,7 +73,7 @@ def sandbox_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dict[
         "network_mode": "none",
         "environment": env,
         "mounts": [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=True)],
-        "labels": {LABEL_ROLE: "sandbox", LABEL_RUNNER: runner_id},
+        "labels": labels("sandbox", runner_id),
         **hardening(settings),
     }
 
@@ -71,7 +85,7 @@ def forwarder_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dic
         "command": ["--listen", SOCKET_PATH, "--target", f"{settings.neo4j_host}:{settings.neo4j_port}"],
         "network_mode": settings.resolved_forwarder_network(),
         "mounts": [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=False)],
-        "labels": {LABEL_ROLE: "forwarder", LABEL_RUNNER: runner_id},
+        "labels": labels("forwarder", runner_id),
         "detach": True,
         **hardening(settings),
     }

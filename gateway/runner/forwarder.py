@@ -11,7 +11,7 @@ import contextlib
 import time
 from typing import Any
 
-from gateway.runner.docker_io import LABEL_ROLE, LABEL_RUNNER, forwarder_spec
+from gateway.runner.docker_io import forwarder_spec, labels
 from gateway.runner.settings import RunnerSettings
 
 READY_LINE = b"forwarder: listening"
@@ -32,7 +32,7 @@ class Forwarder:
             name=self.volume_name,
             driver="local",
             driver_opts={"type": "tmpfs", "device": "tmpfs", "o": "uid=10001,gid=10001,mode=0750,size=1m"},
-            labels={LABEL_ROLE: "socket", LABEL_RUNNER: self.runner_id},
+            labels=labels("socket", self.runner_id),
         )
         self._run(timeout)
 

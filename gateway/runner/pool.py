@@ -127,7 +127,10 @@ class WarmPool:
         """Remove a used (or unusable) container in the background."""
         with contextlib.suppress(Exception):
             warm.attached.close()
-        self._reaper.submit(self._remove, warm.container)
+        try:
+            self._reaper.submit(self._remove, warm.container)
+        except RuntimeError:  # the executor is shut down (closing, or interpreter exit)
+            self._remove(warm.container)
 
     def _remove(self, container: Any) -> None:
         with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError, Exception):
