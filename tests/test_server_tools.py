@@ -1,0 +1,113 @@
+"""The MCP surface in-process (the SDK's in-memory client): schemas, annotations, error shapes.
+
+The runner is a stand-in that answers a fixed SandboxResult, so these tests are about the
+mapping from the core to the wire; the real path is tests/test_server_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+from mcp import Client
+
+from gateway.policy import load_policy
+from gateway.server import build_server, stdio_resolver
+from gateway.service import Gateway, Principal
+from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+
+P = Principal(name="t", scope=frozenset({"l1"}))
+
+
+class Answering:
+    def __init__(self, error: SandboxError | None = None) -> None:
+        self.error = error
+
+    def run(self, job: SandboxJob) -> SandboxResult:
+        if self.error:
+            return SandboxResult(query_id=job.query_id, ok=False, error=self.error)
+        return SandboxResult(query_id=job.query_id, ok=True, columns=["c"], rows=[[7]], row_count=1, bytes=3)
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def close(self) -> None:
+        pass
+
+
+def _calls(gateway: Gateway, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    server = build_server(gateway, stdio_resolver(P), resource_principal=P)
+
+    async def go() -> list[Any]:
+        async with Client(server) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(go)
+
+
+def _error(result: Any) -> dict[str, Any]:
+    assert result.is_error
+    body: dict[str, Any] = json.loads(result.content[0].text)["error"]
+    return body
+
+
+COUNT = {"cypher": "MATCH (n) RETURN count(n) AS c"}
+
+
+def test_tools_are_read_only_strict_and_structured() -> None:
+    server = build_server(Gateway(load_policy(), None), stdio_resolver(P))
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in anyio.run(go)}
+    assert set(tools) == {"recall", "analyze", "check", "schema"}
+    for tool in tools.values():
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.annotations.destructive_hint is False
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.output_schema is not None
+    assert {"degraded", "truncated", "truncation", "columns", "rows", "rowCount", "bytes", "queryId"} <= set(
+        tools["analyze"].output_schema["properties"]
+    )
+    assert "parameter" in tools["recall"].description and "verify" in tools["analyze"].description
+    assert tools["check"].input_schema["required"] == ["cypher", "tool"]
+
+
+def test_success_and_each_error_code_on_the_wire() -> None:
+    gateway = Gateway(load_policy(), Answering())
+    ok, write, typo, unknown_tool, empty = _calls(
+        gateway, ("analyze", COUNT), ("analyze", {"cypher": "MERGE (n:X)"}),
+        ("analyze", {**COUNT, "parms": {"a": 1}}), ("drop_everything", COUNT), ("analyze", {"cypher": ""}),
+    )  # fmt: skip
+    assert not ok.is_error and ok.structured_content["rows"] == [[7]] and ok.structured_content["degraded"] == []
+    assert _error(write)["code"] == "rejected" and _error(write)["rule"] == "write.clause"
+    assert _error(typo)["code"] == "invalid_input" and "parms" in _error(typo)["message"]
+    assert _error(unknown_tool)["code"] == "invalid_input"
+    assert _error(empty)["code"] == "invalid_input"
+
+
+@pytest.mark.parametrize(("sandbox_code", "wire_code"),
+                         [("timeout", "timeout"), ("neo4j_refused", "neo4j_refused"), ("unavailable", "unavailable")])
+def test_sandbox_failures_are_tool_errors_not_crashes(sandbox_code: Any, wire_code: str) -> None:
+    gateway = Gateway(load_policy(), Answering(SandboxError(code=sandbox_code, message="m")))
+    failed, after = _calls(gateway, ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"}))
+    assert _error(failed)["code"] == wire_code
+    assert not after.is_error  # the session survived
+
+
+def test_policy_resource_is_the_active_policy() -> None:
+    policy = load_policy()
+    server = build_server(Gateway(policy, None), stdio_resolver(P), resource_principal=P)
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return (await client.read_resource("policy://active")).contents[0].text
+
+    shown = yaml.safe_load(anyio.run(go))
+    assert shown["name"] == policy.name
+    assert shown["tools"]["analyze"]["limits"]["max_rows"] == policy.tool("analyze").limits.max_rows
