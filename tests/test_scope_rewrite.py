@@ -96,6 +96,7 @@ def test_the_scope_parameter_and_property_come_from_the_policy() -> None:
         ("MATCH (a) RETURN apoc.node.degree(a)", "apoc.node.degree"),
         ("RETURN apoc.nodes.get([1, 2, 3])", "apoc.nodes.get"),
         ("MATCH (a) RETURN my.custom.fn(a)", "my.custom.fn"),
+        ("RETURN apoc.map.fromNodes('Secret', 'id')", "apoc.map.fromNodes"),
         # shortestPath as an expression returns a path no WHERE of ours could reach.
         ("MATCH (a), (b) RETURN shortestPath((a)-[*..3]-(b))", "shortestPath"),
         # A variable in the gateway's namespace could shadow a generated one.
@@ -122,3 +123,8 @@ def test_schema_name_procedures_pass_and_start_end_node_are_allowed() -> None:
     assert rewritten("CALL db.labels() YIELD label RETURN label") == "CALL db.labels() YIELD label RETURN label"
     out = rewritten("MATCH ()-[r]->() RETURN startNode(r).id, endNode(r).id")
     assert "relationships(__gw_p1)" in out
+
+
+def test_pure_apoc_value_functions_are_allowed() -> None:
+    out = rewritten("MATCH (n) RETURN apoc.text.join(['a'], ','), apoc.coll.sum([1]), apoc.map.merge({}, {})")
+    assert "apoc.text.join" in out and "nodes(__gw_p1)" in out

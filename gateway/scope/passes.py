@@ -68,7 +68,21 @@ _SAFE_FUNCTION_NAMES = (
     "duration.inMonths", "duration.inSeconds", "point.distance", "point.withinBBox",
     "vector.similarity.cosine", "vector.similarity.euclidean",
 )
-SAFE_FUNCTIONS: frozenset[str] = frozenset(name.lower() for name in _SAFE_FUNCTION_NAMES)
+_SAFE_APOC_MAP = (
+    "merge", "mergeList", "setKey", "removeKey", "removeKeys", "fromPairs", "fromLists", "fromValues",
+    "flatten", "clean", "values", "submap", "get",
+)
+SAFE_FUNCTIONS: frozenset[str] = frozenset(
+    [name.lower() for name in _SAFE_FUNCTION_NAMES] + [f"apoc.map.{n}".lower() for n in _SAFE_APOC_MAP]
+)
+# Whole APOC namespaces that compute on strings and lists only. Not apoc.map.*:
+# apoc.map.fromNodes(label, key) reads every node with a label.
+SAFE_FUNCTION_PREFIXES: tuple[str, ...] = ("apoc.text.", "apoc.coll.")
+
+
+def function_is_safe(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in SAFE_FUNCTIONS or lowered.startswith(SAFE_FUNCTION_PREFIXES)
 
 
 # Selectors whose WHERE is applied during the search (legacy shortestPath) or that select
@@ -114,7 +128,7 @@ def refuse_unscopable(ctx: Context) -> None:
                 "(index procedures such as db.index.fulltext.queryNodes rank hidden elements too: "
                 "filtering their results afterwards would still leak through the top-k); use MATCH"
             )
-        if isinstance(node, ast.FunctionCall) and node.name.lower() not in SAFE_FUNCTIONS:
+        if isinstance(node, ast.FunctionCall) and not function_is_safe(node.name):
             raise ScopeUnsupported(
                 f"the function {node.name}() is not on the scope rewrite's list of functions "
                 "that cannot reach elements outside the caller's layers"
