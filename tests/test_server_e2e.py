@@ -27,7 +27,6 @@ pytest_plugins = ["tests.conftest_server"]
 pytestmark = pytest.mark.integration
 
 LIMITS = load_policy().tool("analyze").limits
-RECALL_LIMITS = load_policy().tool("recall").limits
 
 
 def _error(result: Any) -> dict[str, Any]:
@@ -75,6 +74,10 @@ def test_stdio_recall_rejection_truncation_and_audit(
             results["bytes"] = await client.call_tool(
                 "analyze", {"cypher": f"MATCH (n:{label}) WHERE n.kind = 'blob' RETURN n.i AS i, n.blob AS blob"}
             )
+            # Cheap to write, slow to run: Neo4j terminates it at the policy timeout.
+            results["timeout"] = await client.call_tool("analyze", {
+                "cypher": "UNWIND range(1, 1000000000) AS x WITH x WHERE x % 7 = 99 RETURN count(x) AS c"
+            })  # fmt: skip
             results["check"] = await client.call_tool(
                 "check", {"cypher": "MATCH (n) DETACH DELETE n", "tool": "analyze"}
             )
@@ -107,6 +110,8 @@ def test_stdio_recall_rejection_truncation_and_audit(
     assert seeded_graph.blobs * seeded_graph.blob_chars > LIMITS.max_bytes > 0
     assert 0 < big["rowCount"] < seeded_graph.blobs
 
+    assert _error(results["timeout"])["code"] == "timeout"
+
     check = _ok(results["check"])
     assert check["allowed"] is False and check["rule"] == "write.clause"
     assert "name: default" in results["policy"].contents[0].text
@@ -118,8 +123,11 @@ def test_stdio_recall_rejection_truncation_and_audit(
         ("analyze", "rejected", "write.clause"),
         ("analyze", "answered", None),
         ("analyze", "answered", None),
+        ("analyze", "error", None),
         ("check", "rejected", "write.clause"),
     ]
+    assert lines[4]["error_code"] == "timeout"
+    assert lines[4]["duration_ms"] >= LIMITS.timeout_seconds * 1000 * 0.9
     assert all(line["principal"] == "stdio-agent" and line["transport"] == "stdio" for line in lines)
     assert lines[2]["truncation"] == "rows" and lines[3]["truncation"] == "bytes"
     raw = audit_path.read_text()
