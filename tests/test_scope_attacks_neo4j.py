@@ -302,3 +302,42 @@ def test_returned_paths_hold_only_visible_elements(session: Any) -> None:
             assert rel.type != "SUPERSEDES"
             assert rel.get("layers") in (None, [], ["project-a"]), rel.get("name")
     assert seen == {"g1", "g2", "a1", "ab"}
+
+
+@pytest.mark.parametrize(
+    "cypher",
+    [
+        "MATCH (n:ScopeT) WHERE 1 / (CASE n.name WHEN 'b1' THEN 0 ELSE 1 END) = 1 RETURN n.name AS name",
+        "MATCH (:ScopeT {name: 'g1'})-[:LINK]->(y) WHERE 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) = 1 "
+        "RETURN y.name AS name",
+        "MATCH (:ScopeT {name: 'g1'})-[:LINK*1..2]->(y) WHERE 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) = 1 "
+        "RETURN y.name AS name",
+        "MATCH (:ScopeT {name: 'g1'})-[:LINK]->(y) RETURN 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) AS name",
+    ],
+)
+def test_error_oracle_on_a_hidden_value_stays_closed(session: Any, cypher: str) -> None:
+    """An agent predicate that fails only on a hidden element would tell the agent it exists.
+
+    Neo4j does not promise the order in which it evaluates ``AND`` operands; on 5.26 the scope
+    predicate is evaluated first, so the hidden b1 never reaches the division. This test is the
+    tripwire if a planner change reorders them (docs/security/scope.md, residual risks).
+    """
+    with pytest.raises(Exception, match="by zero"):
+        run(session, cypher)  # the oracle works on the unscoped query
+    scoped = run(session, rewritten(cypher), {SCOPE_PARAM: A})
+    assert scoped, "the visible rows must still come back"
+    assert "b1" not in names(scoped)
+
+
+def test_denied_relationship_types_are_not_traversed_untyped(session: Any) -> None:
+    # The guard refuses queries that name a denied type; an untyped pattern must not reach it
+    # either, or layer 2 (which hides the same types) would have to redact what layer 1 let through.
+    tools = {
+        name: tool.model_copy(update={"denied_relationship_types": frozenset({"LINK"})})
+        for name, tool in POLICY.tools.items()
+    }
+    denying = POLICY.model_copy(update={"tools": tools})
+    cypher = "MATCH (:ScopeT {name: 'g1'})-[r]-(x) RETURN type(r) AS name"
+    original, scoped = both(session, cypher, A, policy=denying)
+    assert "LINK" in names(original)
+    assert scoped == []

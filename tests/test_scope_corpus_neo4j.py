@@ -48,6 +48,8 @@ def test_rewritten_corpus_plans_on_neo4j(neo4j_driver: Any, neo4j_connection: An
                 continue
             if any(True for _ in decision.parsed.find_all(ast.PatternPart)):
                 assert f"${policy.scope.scope_parameter}" in cypher, cypher
+            if "requires-apoc" in case["tags"]:
+                continue  # the managed Neo4j has no APOC: it would refuse the function, not our text
             stripped = cypher.lstrip()
             text = stripped if stripped[:7].upper() in ("EXPLAIN", "PROFILE") else "EXPLAIN " + stripped
             if text.upper().startswith("PROFILE"):

@@ -71,8 +71,14 @@ def test_every_pattern_construct_is_scoped(cypher: str, marker: str) -> None:
 
 def test_bookkeeping_relationships_are_excluded_unless_the_policy_allows_them() -> None:
     assert "NOT type(__gw_r) IN ['CONTRADICTS', 'SUPERSEDES']" in rewritten("MATCH (a)-->(b) RETURN b")
+    # Allowing bookkeeping takes both settings: the default policy also lists them as denied types,
+    # which stay hidden (the same set layer 2 hides, gateway.service.Gateway._hidden_names).
+    tools = {n: t.model_copy(update={"denied_relationship_types": frozenset()}) for n, t in POLICY.tools.items()}
     allowing = POLICY.model_copy(
-        update={"scope": POLICY.scope.model_copy(update={"allow_bookkeeping": {"recall": False, "analyze": True}})}
+        update={
+            "scope": POLICY.scope.model_copy(update={"allow_bookkeeping": {"recall": False, "analyze": True}}),
+            "tools": tools,
+        }
     )
     assert "NOT type(" not in rewritten("MATCH (a)-->(b) RETURN b", policy=allowing)
 

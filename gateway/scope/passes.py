@@ -207,9 +207,13 @@ PASSES: tuple[Pass, ...] = (refuse_reserved_names, refuse_unscopable, scope_patt
 
 def predicates_for(policy: Policy, tool: ToolName) -> Predicates:
     settings = policy.scope
-    allowed = settings.allow_bookkeeping.get(tool, False)
-    hidden = () if allowed else tuple(sorted(settings.bookkeeping_relationship_types))
-    return Predicates(settings.layers_property, settings.scope_parameter, hidden)
+    # The same set the service hands layer 2 (Gateway._hidden_names): the tool's denied types
+    # always, bookkeeping types unless the policy allows them for this tool. The guard refuses
+    # naming a denied type; this keeps untyped patterns (-[r]-, -[*1..3]-) from reaching one.
+    hidden = set(policy.tool(tool).denied_relationship_types)
+    if not settings.allow_bookkeeping.get(tool, False):
+        hidden |= settings.bookkeeping_relationship_types
+    return Predicates(settings.layers_property, settings.scope_parameter, tuple(sorted(hidden)))
 
 
 def run_passes(parsed: ParsedQuery, *, policy: Policy, tool: ToolName) -> str:
