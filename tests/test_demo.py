@@ -1,0 +1,83 @@
+"""``make demo``: the scripted agent session runs against the real server, sandbox and Neo4j."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.demo import Step, render
+from gateway.neo4j_local import Neo4jConnection
+from gateway.paths import REPO_ROOT
+from tests.conftest_server import free_port
+
+
+def _env(connection: Neo4jConnection) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
+    env.update(NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password)
+    if connection.database:
+        env["NEO4J_DATABASE"] = connection.database
+    return env
+
+
+def _section(report: str, title: str) -> str:
+    """One step of the report: from its title line to the blank line that ends it."""
+    start = report.index(title)
+    return report[start : report.index("\n\n", start)]
+
+
+def _demo(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.demo", *args],
+        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.integration
+def test_demo_runs_every_step_as_expected(
+    neo4j_connection: Neo4jConnection, sandbox_image: str, tmp_path: Path
+) -> None:
+    done = _demo(_env(neo4j_connection), "--workdir", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    out = done.stdout
+    assert "FAIL" not in out and "every step behaved as expected" in out
+    # The steps the issue asks for, each with the layer that decided.
+    assert "check=failed" in out and "OUTDATED" in out  # exact history with its corrections
+    assert "never left Neo4j" in out  # the restricted attempt was hidden by the rewrite
+    assert "rule `write.clause`" in out and "rule `param.reserved`" in out and "rule `param.required`" in out
+    assert "truncation=rows" in out
+    narrow, wide = _section(out, "Facts, as agent-a "), _section(out, "Facts, as agent-ab ")
+    assert "fact-a-1" in narrow and "fact-b-1" not in narrow  # the same query, two scopes
+    assert "fact-a-1" in wide and "fact-b-1" in wide
+    assert "fact-r-1" not in narrow + wide and "fact-bad-1" not in narrow + wide
+    assert "degraded=['analyze:disabled'] rows=[]" in out and "is not present" in out
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert {(a["tool"], a["decision"]) for a in audit} >= {
+        ("recall", "answered"), ("analyze", "rejected"), ("analyze", "degraded"),
+    }  # fmt: skip
+    assert {a["principal"] for a in audit} == {"agent-a", "agent-ab"}
+    assert neo4j_connection.password not in (tmp_path / "audit.jsonl").read_text()
+
+
+@pytest.mark.integration
+def test_demo_fails_with_exit_2_when_neo4j_is_unreachable(sandbox_image: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
+    env.update(NEO4J_URI=f"bolt://127.0.0.1:{free_port()}", NEO4J_PASSWORD="unused")
+    done = _demo(env, "--workdir", str(tmp_path))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "set-up failed" in done.stderr and "cannot reach Neo4j" in done.stderr
+
+
+def test_report_marks_a_misbehaving_step() -> None:
+    good = Step("fine", "agent-a", "analyze", "RETURN 1 AS x", {}, got=["1"], decided_by="sandbox", ok=True)
+    bad = Step("leaky", "agent-a", "analyze", "MATCH (n) RETURN n", {}, decided_by="scope rewrite")
+    bad.expect(False, "fact-r-1 came back")
+    bad.expect(False, "a later problem does not hide the first")
+    text = render([good, bad], 1.0)
+    assert "[ok  ] 1. fine" in text and "[FAIL] 2. leaky" in text
+    assert "PROBLEM fact-r-1 came back" in text
+    assert "1/2 steps ok" in text and "did NOT behave as expected" in text
