@@ -481,6 +481,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             demo.run()
         except Exception as exc:  # a crashed session is a failed demo, reported as such
             _say(f"the scripted session failed: {type(exc).__name__}: {exc}")
+            for log in sorted(workdir.glob("server-stderr*.log")):
+                _say(f"last lines of {log.name}:")
+                for line in log.read_text(encoding="utf-8").splitlines()[-15:]:
+                    _say(f"  {line}")
             print(render(demo.steps, time.monotonic() - started))
             return 1
         print(render(demo.steps, time.monotonic() - started))
