@@ -1,0 +1,366 @@
+"""Run must-not-retrieve cases through the real gateway: guard, scope rewrite, sandbox, Neo4j.
+
+One :class:`MnrSession` holds one policy, one warm sandbox pool (shared by
+every case of the session) and the harness's write driver for seeding. Each
+case is driven through ``Gateway.run`` exactly as an agent's tool call would
+be; the harness only seeds fixtures and reads them back, never runs agent
+queries itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from gateway.errors import GatewayError, InvalidInput, QueryRejected
+from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
+from gateway.mnr.match import FixtureElement, Matcher
+from gateway.neo4j_local import Neo4jConnection
+from gateway.policy import Policy, load_policy
+from gateway.runner import Runner
+from gateway.service import Gateway, LayerSwitches, Principal, ToolResult
+
+Status = Literal["passed", "failed", "error"]
+
+POOL_SIZE = 2
+READY_TIMEOUT_SECONDS = 90.0
+FIXTURE_RETRIES = 3
+
+
+class CaseOutcome(BaseModel):
+    """The verdict on one case, with everything a reader needs to see why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str
+    file: str
+    case_id: str
+    description: str = ""
+    tool: str
+    principal: str
+    scope: list[str]
+    status: Status
+    # One line per broken expectation (or the harness problem for "error").
+    failures: list[str] = Field(default_factory=list)
+    detail: str = ""
+    rule: str | None = None
+    row_count: int | None = None
+    degraded: list[str] = Field(default_factory=list)
+    redacted: int = 0
+    rewritten: str | None = None
+    duration_ms: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.suite}::{self.case_id}"
+
+    def message(self) -> str:
+        if self.status == "passed":
+            return self.detail
+        lines = [f"{self.name} {self.status.upper()}", *(f"  - {f}" for f in self.failures)]
+        if self.detail:
+            lines.append(f"  {self.detail}")
+        if self.rewritten:
+            lines.append(f"  rewritten query: {self.rewritten}")
+        return "\n".join(lines)
+
+
+def connection_from_env() -> Neo4jConnection:
+    """NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE when set, else the managed Neo4j."""
+    if os.environ.get("NEO4J_URI"):
+        return Neo4jConnection(
+            uri=os.environ["NEO4J_URI"],
+            user=os.environ.get("NEO4J_USER", "neo4j"),
+            password=os.environ.get("NEO4J_PASSWORD", ""),
+            database=os.environ.get("NEO4J_DATABASE") or None,
+        )
+    from gateway import neo4j_local
+
+    return neo4j_local.connection_info()
+
+
+def runner_settings(connection: Neo4jConnection, image: str, pool_size: int = POOL_SIZE) -> Any:
+    """RunnerSettings for a Bolt Neo4j (the forwarder connects to its host:port)."""
+    from gateway.runner import RunnerSettings
+
+    parts = urlsplit(connection.uri)
+    return RunnerSettings(
+        image=image,
+        pool_size=pool_size,
+        neo4j_host=parts.hostname or "127.0.0.1",
+        neo4j_port=parts.port or 7687,
+        neo4j_user=connection.user,
+        neo4j_password=SecretStr(connection.password),
+        database=connection.database,
+    )
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+
+
+class MnrSession:
+    """Runs suites against one Neo4j with one shared sandbox pool. Use as a context manager.
+
+    ``runner``: leave it out to start a real ``SandboxRunner`` (pool of 2) on first use;
+    pass one to share it; pass ``None`` for a gateway without a sandbox (every answer is
+    ``<tool>:disabled``). ``layers``: when given, overrides every case's layer switches
+    (e.g. to show what leaks with the scope layers off).
+    """
+
+    def __init__(
+        self,
+        *,
+        connection: Neo4jConnection | None = None,
+        policy: Policy | None = None,
+        runner: Runner | _Unset | None = _UNSET,
+        image: str | None = None,
+        layers: LayerSwitches | None = None,
+        pool_size: int = POOL_SIZE,
+    ) -> None:
+        self.connection = connection or connection_from_env()
+        self.policy = policy or load_policy()
+        self.layers = layers
+        self._image = image
+        self._pool_size = pool_size
+        self._runner: Runner | None = None
+        self._owns_runner = isinstance(runner, _Unset)
+        self._runner_ready = not self._owns_runner
+        if not isinstance(runner, _Unset):
+            self._runner = runner
+        self._driver: Any = None
+        self._gateways: dict[LayerSwitches, Gateway] = {}
+        # fixture path -> content hash seeded in this session, and its element index.
+        self._seeded: dict[Path, str] = {}
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> MnrSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_runner and self._runner is not None:
+            self._runner.close()
+        self._runner = None
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+
+    @property
+    def runner(self) -> Runner | None:
+        if not self._runner_ready:
+            self._runner_ready = True
+            self._runner = self._start_runner()
+        return self._runner
+
+    def _start_runner(self) -> Runner:
+        from gateway import images
+        from gateway.runner import SandboxRunner
+
+        image = self._image or images.sandbox_image_tag()
+        runner = SandboxRunner(runner_settings(self.connection, image, self._pool_size))
+        ok, _ = runner.available()
+        if ok:
+            runner.wait_ready(READY_TIMEOUT_SECONDS)
+        return runner
+
+    def _gateway(self, case: Case) -> Gateway:
+        switches = self.layers or LayerSwitches(**(case.layers.model_dump() if case.layers else {}))
+        gateway = self._gateways.get(switches)
+        if gateway is None:
+            gateway = Gateway(self.policy, self.runner, layers=switches, database=self.connection.database)
+            self._gateways[switches] = gateway
+        return gateway
+
+    # --- fixtures ----------------------------------------------------------------------------
+
+    def prepare(self, suite: Suite) -> dict[str, FixtureElement]:
+        """Seed the suite's fixture (once per session and content) and read its elements back."""
+        from gateway.mnr import seed
+
+        path = suite.fixture_path()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if self._driver is None:
+            self._driver = seed.connect(self.connection)
+        if self._seeded.get(path) != digest:
+            seed.seed(self._driver, path, self.connection.database)
+            self._seeded[path] = digest
+        return self._index(suite)
+
+    def _index(self, suite: Suite) -> dict[str, FixtureElement]:
+        from gateway.mnr import seed
+
+        # Read fresh for every case: in a shared database another process (the demo, a
+        # second harness) may reseed the same fixture, which changes every element id.
+        return seed.fixture_elements(self._driver, suite.key_property, self.connection.database)
+
+    # --- running -----------------------------------------------------------------------------
+
+    def run_suite(self, suite: Suite) -> list[CaseOutcome]:
+        return [self.run_case(suite, case) for case in suite.cases]
+
+    def run_suites(self, suites: Iterable[Suite]) -> list[CaseOutcome]:
+        return [outcome for suite in suites for outcome in self.run_suite(suite)]
+
+    def run_case(self, suite: Suite, case: Case) -> CaseOutcome:
+        resolved = suite.resolved(case)
+        started = time.monotonic()
+        outcome = CaseOutcome(
+            suite=suite.name, file=str(suite.source or ""), case_id=case.id, description=case.description,
+            tool=resolved.tool, principal=resolved.principal.name, scope=list(resolved.principal.scope),
+            status="passed",
+        )  # fmt: skip
+        try:
+            elements = self.prepare(suite)
+            for _attempt in range(FIXTURE_RETRIES):
+                missing = _unknown_uids(case, elements)
+                if missing:
+                    outcome.status = "error"
+                    outcome.failures = [
+                        f"{suite.key_property}={uid!r} names no element of fixture {suite.fixture}" for uid in missing
+                    ]
+                    break
+                self._judge(resolved, Matcher(suite.key_property, elements), outcome)
+                after = self._index(suite)
+                if _same_ids(elements, after):
+                    break
+                # The fixture was reseeded while the case ran: its verdict is void; run it again.
+                elements = after
+            else:
+                outcome.status = "error"
+                outcome.failures = [f"fixture {suite.fixture} kept changing while the case ran (reseeded elsewhere?)"]
+        except Exception as exc:  # the harness could not run the case: report it, never hide it
+            outcome.status = "error"
+            outcome.failures = [f"harness error: {type(exc).__name__}: {exc}"]
+        outcome.duration_ms = (time.monotonic() - started) * 1000
+        return outcome
+
+    def _judge(self, resolved: ResolvedCase, matcher: Matcher, outcome: CaseOutcome) -> None:
+        case = resolved.case
+        gateway = self._gateway(case)
+        principal = Principal(name=resolved.principal.name, scope=frozenset(resolved.principal.scope))
+        failures: list[str] = []
+        try:
+            result = gateway.run(resolved.tool, case.query, resolved.params, principal)
+        except QueryRejected as exc:
+            outcome.rule = exc.rule
+            if case.must_reject is None:
+                failures.append(f"rejected by rule {exc.rule}: {exc.reason}")
+            elif exc.rule != case.must_reject:
+                failures.append(f"expected rejection by {case.must_reject}, got rule {exc.rule}: {exc.reason}")
+            else:
+                outcome.detail = f"rejected: {exc.rule}"
+            outcome.failures = failures
+            outcome.status = "failed" if failures else "passed"
+            return
+        except InvalidInput as exc:
+            outcome.rule = "input.invalid"
+            if case.must_reject != "input.invalid":
+                failures.append(f"invalid input: {exc.message}")
+            else:
+                outcome.detail = "rejected: input.invalid"
+            outcome.failures = failures
+            outcome.status = "failed" if failures else "passed"
+            return
+        except GatewayError as exc:
+            outcome.failures = [f"the query failed ({exc.code}): {exc.message}"]
+            outcome.status = "failed"
+            outcome.rewritten = self._rewritten(gateway, resolved, principal)
+            return
+
+        outcome.row_count = result.rowCount
+        outcome.degraded = list(result.degraded)
+        outcome.redacted = result.redacted
+        failures = self._expectations(resolved, matcher, result)
+        outcome.failures = failures
+        outcome.status = "failed" if failures else "passed"
+        outcome.detail = f"{result.rowCount} row(s)" + (f", degraded {result.degraded}" if result.degraded else "")
+        if failures:
+            outcome.rewritten = self._rewritten(gateway, resolved, principal)
+
+    def _expectations(self, resolved: ResolvedCase, matcher: Matcher, result: ToolResult) -> list[str]:
+        case = resolved.case
+        failures: list[str] = []
+        disabled = f"{resolved.tool}:disabled"
+        if case.must_reject is not None:
+            failures.append(
+                f"expected rejection by {case.must_reject}, but the query ran ({result.rowCount} row(s))"
+                if disabled not in result.degraded
+                else f"expected rejection by {case.must_reject}, but the sandbox could not run ({disabled}) "
+                "and the query was not rejected"
+            )
+            return failures
+        if sorted(result.degraded) != sorted(case.expect_degraded):
+            if disabled in result.degraded and disabled not in case.expect_degraded:
+                failures.append(f"degraded {disabled}: the sandbox did not run, so nothing was checked ({self._why()})")
+                return failures
+            if "scope:redacted" in result.degraded and "scope:redacted" not in case.expect_degraded:
+                failures.append(
+                    f"layer 2 redacted {result.redacted} element(s) that layer 1 (the scope rewrite) let through"
+                )
+            else:
+                failures.append(f"degraded {result.degraded}, expected {list(case.expect_degraded)}")
+        for selector in case.must_not_retrieve:
+            hits = matcher.find(selector, result.columns, result.rows)
+            if hits:
+                shown = "; ".join(h.describe() for h in hits[:3])
+                if len(hits) > 3:
+                    shown += f"; +{len(hits) - 3} more"
+                failures.append(f"LEAKED {selector.describe()}: {shown}")
+        for selector in case.must_retrieve:
+            if not matcher.find(selector, result.columns, result.rows):
+                failures.append(f"missing {selector.describe()}: not found in {result.rowCount} row(s)")
+        if case.max_rows is not None and result.rowCount > case.max_rows:
+            failures.append(f"{result.rowCount} row(s), at most {case.max_rows} expected")
+        if case.min_rows is not None and result.rowCount < case.min_rows:
+            failures.append(f"{result.rowCount} row(s), at least {case.min_rows} expected")
+        if case.expect_rows is not None and result.rows != case.expect_rows:
+            failures.append(f"rows {_short(result.rows)}, expected {_short(case.expect_rows)}")
+        return failures
+
+    def _why(self) -> str:
+        runner = self._runner
+        if runner is None:
+            return "no sandbox runner is configured"
+        ok, reason = runner.available()
+        return reason or ("the runner reports available now" if ok else "unknown")
+
+    @staticmethod
+    def _rewritten(gateway: Gateway, resolved: ResolvedCase, principal: Principal) -> str | None:
+        check = gateway.check(resolved.tool, resolved.case.query, resolved.params, principal)
+        return check.rewritten
+
+
+def _same_ids(before: dict[str, FixtureElement], after: dict[str, FixtureElement]) -> bool:
+    return {k: v.element_ids for k, v in before.items()} == {k: v.element_ids for k, v in after.items()}
+
+
+def _unknown_uids(case: Case, elements: dict[str, FixtureElement]) -> list[str]:
+    selectors: tuple[Selector, ...] = case.must_not_retrieve + case.must_retrieve
+    return [s.uid for s in selectors if s.uid is not None and s.uid not in elements]
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def counts(outcomes: Iterable[CaseOutcome]) -> dict[str, int]:
+    tally = {"cases": 0, "passed": 0, "failed": 0, "error": 0}
+    for outcome in outcomes:
+        tally["cases"] += 1
+        tally[outcome.status] += 1
+    return tally
