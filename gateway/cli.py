@@ -18,6 +18,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "gateway.images",
     "gateway.server_cli",
     "gateway.policy_cli",
+    "gateway.mnr.cli",
 )
 
 
