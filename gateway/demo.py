@@ -236,9 +236,7 @@ class Demo:
         self.steps: list[Step] = []
         self.audit_path = workdir / "audit.jsonl"
         self.max_rows = load_policy().tool("analyze").limits.max_rows
-        self.facts_seen: dict[str, list[str]] = {}
         self.tool_calls = 0
-        self.disabled_stderr = ""
 
     async def call(self, client: Client, step: Step) -> Answer:
         self.steps.append(step)
@@ -337,7 +335,6 @@ class Demo:
             return
         data = answer.data or {}
         uids = [row[0] for row in data["rows"]]
-        self.facts_seen[principal] = uids
         step.got = [f"{row[0]}: {row[1]}" for row in data["rows"]]
         step.decided_by = (
             f"scope rewrite (layer 1): {len(uids)} of the graph's {self.truth.facts_total} facts are visible "
@@ -429,8 +426,8 @@ class Demo:
         disabled_stderr = self.workdir / "server-stderr-no-sandbox.log"
         _session(_server_env(self.connection, MISSING_IMAGE, self.audit_path, "agent-a", SCOPE_A), disabled_stderr,
                  self.no_sandbox)  # fmt: skip
-        self.disabled_stderr = disabled_stderr.read_text(encoding="utf-8")
-        warned = [line for line in self.disabled_stderr.splitlines() if "WARNING" in line or "degraded" in line]
+        said = disabled_stderr.read_text(encoding="utf-8").splitlines()
+        warned = [line for line in said if "WARNING" in line or "degraded" in line]
         last = self.steps[-1]
         last.got += [f"server stderr: {line.strip()}" for line in warned[:2]]
         last.ok = last.ok and last.expect(bool(warned), "the server did not say on stderr what is missing")
