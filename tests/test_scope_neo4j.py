@@ -61,6 +61,17 @@ CASES: list[tuple[str, str, list[str], set[str], set[str]]] = [
      {"SECRET-B use prod token"}, {"rerun test", "repo-a uses pnpm"}),
     ("start-end-node", "MATCH (:ScopeFixture)-[r:HAS_ATTEMPT]->() RETURN startNode(r).id, endNode(r).id", A,
      {"att-a1-h", "att-b1-1"}, {"att-a1-1"}),
+    # The parser's spans exclude an operand's parentheses: wrapping them naively gave `x OR (y AND scope)`.
+    ("parenthesized-or-operands", "MATCH (f:Fact:ScopeFixture) WHERE (f.id = 'fact-b1') OR (false) RETURN f.id", A,
+     {"fact-b1"}, set()),
+    ("double-parenthesized-or", "MATCH (f:Fact:ScopeFixture) WHERE ((f.id = 'fact-b1')) OR ((f.id = 'x')) RETURN f.id", A,
+     {"fact-b1"}, set()),
+    ("parenthesized-or-in-optional", "MATCH (t:Task {id: 'task-a1'}) OPTIONAL MATCH (t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) RETURN x.id", A,
+     {"att-a1-h"}, set()),
+    ("parenthesized-or-in-comprehension", "MATCH (t:Task {id: 'task-a1'}) RETURN [(t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) | x.id] AS xs", A,
+     {"att-a1-h"}, set()),
+    ("parenthesized-or-in-exists", "MATCH (t:Task {id: 'task-a1'}) WHERE EXISTS { (t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) } RETURN t.id", A,
+     {"task-a1"}, set()),
     ("aggregate-text", "MATCH (f:Fact:ScopeFixture) RETURN collect(f.text) AS texts", A,
      {"SECRET-B vault path /kv/billing"}, {"repo-a uses pnpm"}),
 ]

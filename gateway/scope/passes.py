@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.guard import ast
+from gateway.guard.lexer import Token, tokenize
 from gateway.guard.parse import ParsedQuery
 from gateway.policy import Policy, ToolName
 from gateway.scope.edits import Edits
@@ -101,6 +102,35 @@ class Context:
     predicates: Predicates
     edits: Edits = field(default_factory=Edits)
     _counter: int = 0
+    _tokens: list[Token] | None = None
+
+    def tokens(self) -> list[Token]:
+        if self._tokens is None:
+            self._tokens = tokenize(self.parsed.text)[0]
+        return self._tokens
+
+    def region(self, expr: ast.Expr) -> ast.Node:
+        """The full source extent of a WHERE expression, parentheses included.
+
+        The parser's expression spans exclude the parentheses around an operand:
+        in ``(x) OR (y)`` the OR node runs from ``x`` to ``y``. Wrapping that span
+        would give ``((x) OR (y) AND scope)``, i.e. ``x OR (y AND scope)``: a leak.
+        So the region is widened over the tokens: back over opening parentheses
+        (only WHERE precedes them), forward over closing ones opened inside it.
+        """
+        tokens = self.tokens()
+        first = next(i for i, t in enumerate(tokens) if t.start >= expr.start)
+        last = max(i for i, t in enumerate(tokens) if t.end <= expr.end and t.kind != "EOF")
+        while first > 0 and tokens[first - 1].kind == "OP" and tokens[first - 1].value == "(":
+            first -= 1
+        while (
+            last + 1 < len(tokens)
+            and tokens[last + 1].kind == "OP"
+            and tokens[last + 1].value == ")"
+            and tokens[last + 1].match >= first
+        ):
+            last += 1
+        return ast.Node(start=tokens[first].start, end=tokens[last].end)
 
     def fresh_path(self) -> str:
         self._counter += 1
@@ -166,8 +196,9 @@ def _add_condition(ctx: Context, owner: ast.Node, where: ast.Expr | None, after:
     if where is None:
         ctx.edits.close(owner, f" WHERE {condition}", offset=after)
     else:
-        ctx.edits.open(where, "(")
-        ctx.edits.close(where, f") AND {condition}")
+        region = ctx.region(where)
+        ctx.edits.open(region, "(")
+        ctx.edits.close(region, f") AND {condition}")
 
 
 def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:

@@ -1,0 +1,128 @@
+"""The rewrite is closed: parse its output again and every pattern must carry its guard.
+
+For every corpus read the guard allows (and a set of adversarial WHERE shapes), the
+rewritten text is re-parsed with the guard's parser. Then:
+
+* every MATCH pattern part and pattern comprehension has a path variable;
+* the WHERE of every MATCH / EXISTS / COUNT / comprehension is ``<agent's> AND <scope>``
+  at the top of the tree (so no OR, XOR or comment in the agent's text can bind looser);
+* the scope conjunct names every path variable of that pattern;
+* no pattern predicate is left bare (each became an EXISTS subquery).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gateway import guard, scope
+from gateway.guard import ast
+from gateway.guard.parse import ParsedQuery, parse
+from gateway.policy import load_policy
+
+POLICY = load_policy()
+CORPUS = Path(__file__).resolve().parent / "corpus" / "guard.jsonl"
+
+ADVERSARIAL_WHERE = [
+    "MATCH (a:Fact) WHERE a.x = 1 OR true RETURN a",
+    "MATCH (a:Fact) WHERE true XOR a.x = 1 RETURN a",
+    "MATCH (a:Fact) WHERE NOT a.x = 1 OR true RETURN a",
+    "MATCH (a:Fact) WHERE a.x IS NULL OR true RETURN a",
+    "MATCH (a:Fact) WHERE a:Secret OR true RETURN a",
+    "MATCH (a:Fact) WHERE a.x IN [1, 2] OR a.y STARTS WITH 'x' RETURN a",
+    "MATCH (a:Fact) WHERE CASE WHEN true THEN true END OR true RETURN a",
+    "MATCH (a:Fact) WHERE true OR /* c */ true RETURN a",
+    "MATCH (a:Fact) WHERE true OR true // comment\nRETURN a",
+    "MATCH (a:Fact) WHERE (true) OR (true) RETURN a",
+    "MATCH (a:Fact) WHERE true OR a.x =~ '.*' RETURN a",
+    "MATCH (a:Fact) WHERE true OR a.x IS :: STRING RETURN a",
+    "MATCH (a:Fact)\n// trailing comment\nRETURN a",
+    "MATCH (a:Fact) /* c */ RETURN a",
+    "MATCH (a)-->(b) WHERE true OR (a)-->(:Secret) RETURN a",
+    "MATCH (a) RETURN [(a)-->(b) WHERE true OR b.x = 1 | b] AS c",
+    "MATCH (a) WHERE EXISTS { (a)-->(b) WHERE true OR b.x = 1 } RETURN a",
+    "MATCH (a) WHERE COUNT { MATCH (a)-->(b) WHERE true OR false RETURN b } > 0 RETURN a",
+    "OPTIONAL MATCH (a)-[r*1..3]-(b) WHERE true OR false RETURN a",
+    "MATCH (a) USING INDEX a:Fact(id) WHERE a.id = 'x' OR true RETURN a",
+]
+
+
+def corpus_reads() -> list[str]:
+    out = []
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("expect") == "allow" and record.get("tool", "analyze") == "analyze" and not record.get("params"):
+            out.append(record["query"])
+    return out
+
+
+def _root_conjuncts(parsed: ParsedQuery, where: ast.Expr | None) -> list[str]:
+    """The sources of the AND-conjuncts at the root of ``where``, outer parentheses stripped."""
+    assert where is not None, "a pattern's WHERE is missing"
+    out, stack = [], [where]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinaryOp) and node.op == "AND":
+            stack.extend([node.right, node.left])
+        else:
+            out.append(parsed.source(node).strip("() "))
+    return out
+
+
+def _assert_guarded(parsed: ParsedQuery, where: ast.Expr | None, names: list[str]) -> None:
+    conjuncts = _root_conjuncts(parsed, where)
+    for name in names:
+        # Our predicate, whole, as its own conjunct at the root: nothing of the agent's can bind looser.
+        assert any(c.startswith(f"all(__gw_x IN nodes({name}) WHERE") for c in conjuncts), (
+            f"path {name} is not guarded at the root of the WHERE: {conjuncts!r}"
+        )
+
+
+def assert_closed(rewritten: str) -> None:
+    parsed = parse(rewritten, limits=POLICY.tool("analyze").limits.model_copy(update={"max_query_chars": 10**6}))
+    for node in parsed.walk():
+        if isinstance(node, ast.Match):
+            names = []
+            for part in node.patterns:
+                assert part.variable is not None, f"pattern without a path variable: {parsed.source(part)!r}"
+                names.append(part.variable.name)
+            _assert_guarded(parsed, node.where, names)
+        elif isinstance(node, ast.PatternComprehension):
+            assert node.path_variable is not None
+            _assert_guarded(parsed, node.where, [node.path_variable.name])
+        elif isinstance(node, ast.SubqueryExpr):
+            # Every short form was turned into a MATCH body (checked as a Match above).
+            assert node.body is not None, f"short-form subquery left: {parsed.source(node)!r}"
+        elif isinstance(node, ast.PatternPredicate):
+            raise AssertionError(f"bare pattern predicate left: {parsed.source(node)!r}")
+
+
+def _rewrite(query: str) -> str | None:
+    decision = guard.check(query, {}, "analyze", POLICY)
+    if not decision.allowed or decision.parsed is None:
+        return None
+    try:
+        return scope.rewrite(decision.parsed, policy=POLICY, tool="analyze").cypher
+    except scope.ScopeUnsupported:
+        return None
+
+
+@pytest.mark.parametrize("query", ADVERSARIAL_WHERE)
+def test_adversarial_where_shapes_stay_anded(query: str) -> None:
+    rewritten = _rewrite(query)
+    assert rewritten is not None, f"refused: {query}"
+    assert_closed(rewritten)
+
+
+def test_every_corpus_read_rewrites_to_a_closed_query() -> None:
+    reads = corpus_reads()
+    checked = 0
+    for query in reads:
+        rewritten = _rewrite(query)
+        if rewritten is None:
+            continue
+        assert_closed(rewritten)
+        checked += 1
+    assert checked >= 100, f"only {checked} of {len(reads)} corpus reads were rewritten"
