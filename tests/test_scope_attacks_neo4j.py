@@ -11,6 +11,7 @@ selectors.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,10 +144,7 @@ def test_anonymous_intermediate_nodes_are_scoped(session: Any) -> None:
 
 
 def test_quantified_path_pattern_is_scoped(session: Any) -> None:
-    cypher = (
-        "MATCH (x:ScopeT {name: 'g1'}) ((u)-[:LINK]->(v)){1,2} (y:ScopeT {name: 'g2'}) "
-        "RETURN count(*) AS c"
-    )
+    cypher = "MATCH (x:ScopeT {name: 'g1'}) ((u)-[:LINK]->(v)){1,2} (y:ScopeT {name: 'g2'}) RETURN count(*) AS c"
     original, scoped = both(session, cypher, A)
     assert original == [{"c": 3}]  # direct, via a1, via b1
     assert scoped == [{"c": 1}]  # via a1 only: the direct edge is project-b
@@ -197,8 +195,7 @@ def test_bookkeeping_edges_are_never_traversed_untyped(session: Any) -> None:
 def test_bookkeeping_edges_visible_when_the_policy_allows_them(session: Any) -> None:
     settings = POLICY.scope.model_copy(update={"allow_bookkeeping": {"recall": False, "analyze": True}})
     tools = {
-        name: tool.model_copy(update={"denied_relationship_types": frozenset()})
-        for name, tool in POLICY.tools.items()
+        name: tool.model_copy(update={"denied_relationship_types": frozenset()}) for name, tool in POLICY.tools.items()
     }
     allowing = POLICY.model_copy(update={"scope": settings, "tools": tools})
     cypher = "MATCH (:ScopeT {name: 'a1'})-[r]-(x) RETURN type(r) AS name"
@@ -284,8 +281,11 @@ def test_gql_selectors_are_refused_because_neo4j_filters_after_selecting(session
     original = run(session, cypher)
     assert ["g1", "g2"] in [row["name"] for row in original]
     selected_then_filtered = run(
-        session, cypher.replace("RETURN", "WHERE all(n IN nodes(p) WHERE n.name <> 'x') AND "
-                                "all(r IN relationships(p) WHERE r.layers IS NULL) RETURN"),
+        session,
+        cypher.replace(
+            "RETURN",
+            "WHERE all(n IN nodes(p) WHERE n.name <> 'x') AND all(r IN relationships(p) WHERE r.layers IS NULL) RETURN",
+        ),
     )
     assert ["g1", "g2"] not in [row["name"] for row in selected_then_filtered]
     with pytest.raises(scope.ScopeUnsupported, match="selector"):
@@ -341,3 +341,66 @@ def test_denied_relationship_types_are_not_traversed_untyped(session: Any) -> No
     original, scoped = both(session, cypher, A, policy=denying)
     assert "LINK" in names(original)
     assert scoped == []
+
+
+# --- a sweep: many query shapes, global-only scope, no hidden name may appear anywhere ---
+
+HIDDEN_NAMES = ("a1", "b1", "ab", "m1", "m2", "m3", "m4", "SUPERSEDES", "g2-bad", "g1-g2", "g1-a1", "g1-b1")
+SWEEP = [
+    "MATCH (n:ScopeT) RETURN n",
+    "MATCH (n:ScopeT) RETURN [(n)--(m) | m.name] AS x",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN COLLECT { MATCH (n)-[*1..3]-(m) RETURN m.name } AS x",
+    "MATCH (n:ScopeT) WITH collect(n) AS ns UNWIND ns AS m MATCH (m)-[r]-(o) RETURN o.name, r.name",
+    "MATCH (n:ScopeT {name:'g1'}) CALL (n) { MATCH (n)-->(m) RETURN m } RETURN m.name",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN n, COUNT { (n)--() } AS deg",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN CASE WHEN (n)-->(:ScopeT {name:'b1'}) THEN 'yes' ELSE 'no' END AS x",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN EXISTS { MATCH (n)-->(m) WHERE m.name = 'b1' } AS x",
+    "MATCH (n:ScopeT {name:'g1'}) OPTIONAL MATCH (n)-[r]->(m) RETURN r.name, m.name",
+    "MATCH p = allShortestPaths((a:ScopeT {name:'g1'})-[*..3]-(b:ScopeT {name:'g2'})) RETURN p",
+    "MATCH (a:ScopeT {name:'g1'}) MATCH (b:ScopeT) WHERE elementId(b) <> elementId(a) RETURN b.name",
+    "MATCH (a:ScopeT) RETURN a.name AS n UNION ALL MATCH (b:ScopeT)-->(c) RETURN c.name AS n",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN [x IN [(n)-->(m) | m] | x.name] AS x",
+    "MATCH (n:ScopeT) WHERE COUNT { (n)-->(:Secret) } > 0 RETURN n.name",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN COUNT { MATCH (n)-->(m) RETURN m UNION MATCH (n)<--(m) RETURN m } AS c",
+    "MATCH (n:ScopeT {name:'g1'})-[r*1..2]-(m) RETURN [x IN r | x.name], m.name",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN [p = (n)-->() | nodes(p)] AS x",
+    "MATCH (n:ScopeT {name:'g1'}) RETURN size([(n)-->(m) WHERE m.name STARTS WITH 'b' | 1]) AS x",
+    "MATCH (n:ScopeT WHERE (n)-->(:ScopeT {name:'b1'})) RETURN n.name",
+    "MATCH (x:ScopeT {name:'g1'}) ((u)-[r]->(v) WHERE v.name <> 'zz'){1,2} (y) RETURN y.name",
+    "MATCH (x:ScopeT {name:'g1'}) RETURN x {.*, friends: [(x)-->(f) | f.name]} AS m",
+    "MATCH (x:ScopeT {name:'g1'}) RETURN reduce(s = '', m IN [(x)-->(y) | y.name] | s + m) AS s",
+    "MATCH (x:ScopeT {name: 'g1'}) OPTIONAL MATCH (x)-->(y) RETURN count(y) AS c",
+    "MATCH (n:ScopeT) WHERE n.name IN ['a1','b1'] OR true RETURN n.name",
+    "MATCH (x:ScopeT {name:'g1'}) RETURN [(x)-[r]->(y WHERE y.name = 'b1') | r.name] AS x",
+    "MATCH (x:ScopeT {name:'g1'})-[r]->(y) WITH x, count(r) AS c RETURN c",
+    "MATCH (x:ScopeT {name:'g1'}) WITH x MATCH (x)-[r]->(y) RETURN count(*) AS c",
+    "MATCH (x:ScopeT), (y:ScopeT) WHERE (x)-->(y) RETURN x.name, y.name",
+    "MATCH (x:ScopeT {name: 'g1'}) RETURN EXISTS { (x)-->() } AS e, COUNT { (x)-[*1..2]->() } AS c",
+    "CALL { MATCH (n:ScopeT) RETURN n UNION MATCH (n:ScopeT)-->() RETURN n } RETURN count(n) AS c",
+    "MATCH (n:ScopeT) RETURN n.name AS name ORDER BY name SKIP 0 LIMIT 50",
+    "MATCH (n:ScopeT) WITH n.name AS nm WHERE nm STARTS WITH 'b' RETURN nm",
+    "UNWIND [1] AS i MATCH (n:ScopeT) RETURN collect(n.name) AS x",
+    "MATCH (:ScopeT {name:'g1'})-[r]->(m) RETURN startNode(r).name, endNode(r).name, properties(r)",
+    "MATCH p = (:ScopeT {name:'g1'})-[:LINK]->{1,2}(m) RETURN [n IN nodes(p) | n.name] AS ns",
+]
+
+
+def _as_text(rows: list[list[Any]]) -> str:
+    def default(value: Any) -> Any:
+        return dict(value) if hasattr(value, "keys") else str(value)
+
+    return json.dumps(rows, default=default)
+
+
+def _leaks(text: str) -> list[str]:
+    return [h for h in HIDDEN_NAMES if f'"{h}"' in text]
+
+
+def test_sweep_of_query_shapes_leaks_nothing_under_global_scope(session: Any) -> None:
+    leaked_unscoped = 0
+    for cypher in SWEEP:
+        unscoped = _as_text([r.values() for r in session.run(cypher)])
+        leaked_unscoped += bool(_leaks(unscoped)) or '"c": 0' not in unscoped
+        scoped = _as_text([r.values() for r in session.run(rewritten(cypher), {SCOPE_PARAM: GLOBAL})])
+        assert not _leaks(scoped), (cypher, scoped[:300])
+    assert leaked_unscoped >= len(SWEEP) * 3 // 4, "the sweep must mostly consist of queries that leak unscoped"
