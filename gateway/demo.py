@@ -257,8 +257,8 @@ class Demo:
         await self._aggregate(client)
         await self._write(client)
         await self._reserved(client)
-        await self._facts(client, "agent-a", FACTS_A)
         await self._truncated(client)
+        await self._facts(client, "agent-a", FACTS_A)
 
     async def _history(self, client: Client) -> None:
         step = Step("Exact-history recall of task A-1", "agent-a", "recall", HISTORY_QUERY,
@@ -340,6 +340,10 @@ class Demo:
             f"scope rewrite (layer 1): {len(uids)} of the graph's {self.truth.facts_total} facts are visible "
             f"to {scope}; `restricted` and malformed `layers` stay hidden"
         )
+        if principal == "agent-ab":
+            step.got.append(
+                f"(agent-a's answer to the same query lacked: {', '.join(sorted(set(FACTS_AB) - set(FACTS_A)))})"
+            )
         step.ok = step.expect(uids == expected, f"expected {expected}, got {uids}")
 
     async def _truncated(self, client: Client) -> None:
