@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway import guard, scope
 from gateway.guard import ast
@@ -126,3 +128,39 @@ def test_every_corpus_read_rewrites_to_a_closed_query() -> None:
         assert_closed(rewritten)
         checked += 1
     assert checked >= 100, f"only {checked} of {len(reads)} corpus reads were rewritten"
+
+
+# ---- property test: random boolean WHERE shapes (parentheses, OR/XOR/AND/NOT, comments) --------
+
+
+_ATOMS = st.sampled_from(
+    ["true", "false", "a.x = 1", "a.id = 'fact-b1'", "a:Secret", "a.x IS NULL", "(a)-->(:Fact)",
+     "a.x IN [1, 2]", "EXISTS { (a)-->(b) WHERE b.x = 1 OR true }", "$p = 1", "NOT a.y"]
+)
+
+
+def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    binary = st.tuples(children, st.sampled_from([" OR ", " XOR ", " AND ", " /* c */ OR "]), children).map(
+        lambda t: t[0] + t[1] + t[2]
+    )
+    return st.one_of(binary, children.map(lambda c: f"({c})"), children.map(lambda c: f"NOT {c}"))
+
+
+WHERES = st.recursive(_ATOMS, _combine, max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(where=WHERES, tail=st.sampled_from([" RETURN a", "\nRETURN a", " // c\nRETURN a", " /* c */ RETURN a"]))
+def test_random_where_shapes_keep_the_scope_predicate_at_the_root(where: str, tail: str) -> None:
+    templates = (
+        "MATCH (a:Fact) WHERE {w}{t}",
+        "OPTIONAL MATCH (a)-[*1..2]->(b) WHERE {w}{t}",
+        "MATCH (a) RETURN [(a)-->(b) WHERE {w} | b] AS c",
+        "MATCH (a) WHERE EXISTS {{ (a)-->(b) WHERE {w} }}{t}",
+    )
+    for template in templates:
+        query = template.format(w=where, t=tail)
+        decision = guard.check(query, {"p": 1}, "analyze", POLICY)
+        if not decision.allowed or decision.parsed is None:
+            continue
+        assert_closed(scope.rewrite(decision.parsed, policy=POLICY, tool="analyze").cypher)
