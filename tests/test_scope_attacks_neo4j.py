@@ -404,3 +404,20 @@ def test_sweep_of_query_shapes_leaks_nothing_under_global_scope(session: Any) ->
         scoped = _as_text([r.values() for r in session.run(rewritten(cypher), {SCOPE_PARAM: GLOBAL})])
         assert not _leaks(scoped), (cypher, scoped[:300])
     assert leaked_unscoped >= len(SWEEP) * 3 // 4, "the sweep must mostly consist of queries that leak unscoped"
+
+
+@pytest.mark.parametrize(
+    "cypher",
+    [
+        "MATCH (n:ScopeT) WITH n AS __gw_p2 MATCH (m:ScopeT) RETURN m.name AS name",
+        "MATCH (n:ScopeT) RETURN n AS `__GW_x`",
+        "UNWIND [1] AS __gw_l MATCH (m:ScopeT) RETURN m.name AS name",
+    ],
+)
+def test_names_in_the_generated_namespace_are_refused(cypher: str) -> None:
+    # Without the refusal, WITH n AS __gw_p2 collides with a generated path variable (Neo4j then
+    # refuses the whole query); a clear scope.unsupported is the honest answer.
+    parsed = guard.check(cypher, {}, "analyze", POLICY).parsed
+    assert parsed is not None
+    with pytest.raises(scope.ScopeUnsupported, match="reserved"):
+        scope.rewrite(parsed, policy=POLICY, tool="analyze")

@@ -143,8 +143,15 @@ Pass = Callable[[Context], None]
 def refuse_reserved_names(ctx: Context) -> None:
     """A variable or parameter in the gateway's namespace could capture generated names or the scope."""
     for node in ctx.parsed.walk():
-        if isinstance(node, ast.Variable) and node.name.lower().startswith(GENERATED_PREFIX):
-            raise ScopeUnsupported(f"the name {node.name!r} is reserved for variables the gateway generates")
+        # Aliases (WITH n AS __gw_p1, YIELD x AS __gw_x) bind names too but are plain strings in the tree.
+        names = [node.name] if isinstance(node, ast.Variable) else []
+        if isinstance(node, ast.ReturnItem) and node.alias:
+            names.append(node.alias)
+        if isinstance(node, ast.YieldItem):
+            names.extend(n for n in (node.name, node.alias) if n)
+        for name in names:
+            if name.lower().startswith(GENERATED_PREFIX):
+                raise ScopeUnsupported(f"the name {name!r} is reserved for variables the gateway generates")
         if isinstance(node, ast.Parameter) and ctx.policy.reserved_parameters.is_reserved(node.name):
             raise ScopeUnsupported(f"the parameter ${node.name} is reserved for the gateway")
 
