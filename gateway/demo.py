@@ -103,6 +103,9 @@ class Answer:
     @classmethod
     def of(cls, result: Any) -> Answer:
         if result.is_error:
+            structured = result.structured_content or {}
+            if isinstance(structured.get("error"), dict):
+                return cls(None, structured["error"])
             text = result.content[0].text if result.content else "{}"
             try:
                 body = json.loads(text).get("error", {})
