@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,13 @@ import pytest
 from gateway.demo import Step, render
 from gateway.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
-from tests.conftest_server import free_port
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # nothing listens once the socket is closed
 
 
 def _env(connection: Neo4jConnection) -> dict[str, str]:
@@ -66,7 +73,7 @@ def test_demo_runs_every_step_as_expected(
 @pytest.mark.integration
 def test_demo_fails_with_exit_2_when_neo4j_is_unreachable(sandbox_image: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
-    env.update(NEO4J_URI=f"bolt://127.0.0.1:{free_port()}", NEO4J_PASSWORD="unused")
+    env.update(NEO4J_URI=f"bolt://127.0.0.1:{_closed_port()}", NEO4J_PASSWORD="unused")
     done = _demo(env, "--workdir", str(tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "set-up failed" in done.stderr and "cannot reach Neo4j" in done.stderr
