@@ -64,9 +64,8 @@ def junit_xml(outcomes: Sequence[CaseOutcome], name: str = "mnr") -> str:
             )  # fmt: skip
             if outcome.status != "passed":
                 tag = "failure" if outcome.status == "failed" else "error"
-                element = ET.SubElement(
-                    testcase, tag, message=_clip("; ".join(outcome.failures), 500), type=f"mnr.{outcome.status}"
-                )
+                message = _xml_safe(_clip("; ".join(outcome.failures), 500))
+                element = ET.SubElement(testcase, tag, message=message, type=f"mnr.{outcome.status}")
                 element.text = _xml_safe(outcome.message())
             elif outcome.detail:
                 ET.SubElement(testcase, "system-out").text = _xml_safe(outcome.detail)

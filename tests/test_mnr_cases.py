@@ -1,0 +1,208 @@
+"""The case format, the result matcher and the reports: pure functions, no services."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from gateway.mnr.cases import Case, Selector, Suite, SuiteError, discover, load_suite
+from gateway.mnr.match import FixtureElement, Matcher
+from gateway.mnr.report import junit_xml, summary, table
+from gateway.mnr.runner import CaseOutcome
+from gateway.mnr.seed import MEMORY_FIXTURE, statements
+
+MNR_DIR = Path(__file__).parent / "mnr"
+
+
+def _case(**fields: Any) -> Case:
+    return Case.model_validate({"id": "c", "query": "MATCH (n) RETURN n", **fields})
+
+
+# --- the format is strict ------------------------------------------------------------------------
+
+
+def test_unknown_keys_are_errors_at_every_level() -> None:
+    with pytest.raises(ValidationError, match="must_not_retreive"):
+        _case(must_not_retreive=[{"uid": "x"}])
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        Selector.model_validate({"uid": "x", "colour": "red"})
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        Suite.model_validate({"fixture": "builtin:memory", "cases": [], "extra": 1})
+
+
+def test_a_selector_names_exactly_one_kind() -> None:
+    with pytest.raises(ValidationError, match="exactly one"):
+        Selector.model_validate({})
+    with pytest.raises(ValidationError, match="exactly one"):
+        Selector.model_validate({"uid": "a", "value": "b"})
+    with pytest.raises(ValidationError, match="not both"):
+        Selector.model_validate({"labels": ["Fact"], "type": "NEXT"})
+    assert Selector.model_validate({"labels": ["Fact"], "props": {"uid": "a"}}).describe() == ":Fact {uid: 'a'}"
+
+
+def test_a_case_needs_an_expectation_and_must_reject_stands_alone() -> None:
+    with pytest.raises(ValidationError, match="at least one expectation"):
+        _case()
+    with pytest.raises(ValidationError, match="stands alone"):
+        _case(must_reject="write.clause", must_retrieve=[{"uid": "a"}])
+    with pytest.raises(ValidationError, match="stands alone"):
+        _case(must_reject="write.clause", must_not_retrieve=[{"uid": "a"}])
+    with pytest.raises(ValidationError, match="case id"):
+        _case(id="has space", max_rows=1)
+    assert _case(max_rows=0).max_rows == 0
+
+
+def test_suite_checks_ids_principal_and_tool(tmp_path: Path) -> None:
+    base = {"fixture": "builtin:memory"}
+    case = {"id": "a", "query": "RETURN 1", "max_rows": 1}
+    with pytest.raises(ValidationError, match="appears twice"):
+        Suite.model_validate(
+            {**base, "defaults": {"tool": "analyze", "principal": {"name": "p"}}, "cases": [case, case]}
+        )
+    with pytest.raises(ValidationError, match="no principal"):
+        Suite.model_validate({**base, "defaults": {"tool": "analyze"}, "cases": [case]})
+    with pytest.raises(ValidationError, match="no tool"):
+        Suite.model_validate({**base, "defaults": {"principal": {"name": "p"}}, "cases": [case]})
+
+
+def test_load_suite_names_the_file_and_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.mnr.yaml"
+    bad.write_text("fixture: builtin:memory\ncases:\n  - id: x\n    query: RETURN 1\n    max_rowz: 1\n")
+    with pytest.raises(SuiteError, match=r"bad\.mnr\.yaml.*max_rowz"):
+        load_suite(bad)
+    missing_fixture = tmp_path / "m.mnr.yaml"
+    missing_fixture.write_text(
+        "fixture: nowhere.cypher\ndefaults: {tool: analyze, principal: {name: p}}\n"
+        "cases: [{id: x, query: RETURN 1, max_rows: 1}]\n"
+    )
+    with pytest.raises(SuiteError, match="does not exist"):
+        load_suite(missing_fixture)
+    unknown_builtin = tmp_path / "u.mnr.yaml"
+    unknown_builtin.write_text(missing_fixture.read_text().replace("nowhere.cypher", "builtin:nope"))
+    with pytest.raises(SuiteError, match="no built-in fixture 'nope'"):
+        load_suite(unknown_builtin)
+
+
+def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
+    files = discover([MNR_DIR])
+    suites = [load_suite(f) for f in files]
+    total = sum(len(s.cases) for s in suites)
+    assert total >= 60, total
+    assert all(s.fixture_path() == MEMORY_FIXTURE for s in suites)
+    kinds = {"must_reject": 0, "must_not_retrieve": 0, "must_retrieve": 0, "expect_rows": 0}
+    for suite in suites:
+        for case in suite.cases:
+            kinds["must_reject"] += case.must_reject is not None
+            kinds["must_not_retrieve"] += bool(case.must_not_retrieve)
+            kinds["must_retrieve"] += bool(case.must_retrieve)
+            kinds["expect_rows"] += case.expect_rows is not None
+    assert all(count >= 10 for count in kinds.values()), kinds
+
+
+def test_seed_file_splits_into_statements() -> None:
+    parts = statements(MEMORY_FIXTURE.read_text())
+    assert parts[0] == "MATCH (n:MnrFixture) DETACH DELETE n"
+    assert all(not p.endswith(";") and "//" not in p.split("\n")[0] for p in parts)
+    assert statements("// c\nRETURN 1;\nRETURN 'a;b';\n") == ["RETURN 1", "RETURN 'a;b'"]
+
+
+# --- the matcher finds nested values -------------------------------------------------------------
+
+HIDDEN = FixtureElement(
+    key="fact-b-1", element_ids=frozenset({"4:x:9"}), fingerprints=frozenset({"fact-b-1", "beta launch date is 2027"})
+)
+MATCHER = Matcher("uid", {"fact-b-1": HIDDEN})
+
+
+def _node(element_id: str, uid: str, labels: tuple[str, ...] = ("Fact",)) -> dict[str, Any]:
+    return {"$type": "node", "elementId": element_id, "labels": list(labels), "properties": {"uid": uid}}
+
+
+def _rel(element_id: str, start: str, end: str, rel_type: str = "NEXT") -> dict[str, Any]:
+    return {
+        "$type": "relationship", "elementId": element_id, "type": rel_type,
+        "startElementId": start, "endElementId": end, "properties": {"uid": element_id},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        _node("4:x:9", "renamed"),  # by element id
+        _node("4:x:other", "fact-b-1"),  # by key property
+        {"a": [{"b": [_node("4:x:9", "fact-b-1")]}]},  # nested in maps and lists
+        {"$type": "path", "nodes": [_node("4:x:1", "g"), _node("4:x:9", "x")], "relationships": []},
+        _rel("5:x:1", "4:x:1", "4:x:9"),  # a visible edge pointing at the hidden node
+        "fact-b-1",
+        "4:x:9",
+        ["prefix: beta launch date is 2027 and more"],  # a fingerprint inside a longer string
+        {"p": {"uid": "fact-b-1"}},  # properties(n) as a plain map
+    ],
+)
+def test_uid_selector_finds_the_element_anywhere(cell: Any) -> None:
+    hits = MATCHER.find(Selector(uid="fact-b-1"), ["c"], [[1, cell]])
+    assert hits, cell
+    assert hits[0].row == 0
+
+
+def test_uid_selector_ignores_other_elements_and_values() -> None:
+    rows = [[_node("4:x:1", "fact-a-1"), "fact-a-1", 9, None, _rel("5:x:2", "4:x:1", "4:x:3")]]
+    assert MATCHER.find(Selector(uid="fact-b-1"), ["a", "b", "c", "d", "e"], rows) == []
+
+
+def test_value_and_element_selectors() -> None:
+    rows = [[True, 1, "SUPERSEDES", _rel("5:x:1", "a", "b", "SUPERSEDES"), _node("4:x:2", "f", ("Fact", "Secret"))]]
+    cols = list("abcde")
+    assert len(MATCHER.find(Selector(value=1), cols, rows)) == 1  # True is not 1
+    assert len(MATCHER.find(Selector(value=True), cols, rows)) == 1
+    assert MATCHER.find(Selector(value="SUPERSEDES"), cols, rows)[0].where == "c"
+    assert MATCHER.find(Selector(type="SUPERSEDES"), cols, rows)[0].where == "d"
+    assert MATCHER.find(Selector(labels=("Secret",)), cols, rows)[0].where == "e"
+    assert MATCHER.find(Selector(props={"uid": "f"}), cols, rows)[0].where == "e"
+    assert MATCHER.find(Selector(text="PERSED"), cols, rows)[0].where == "c"
+    assert MATCHER.find(Selector(labels=("Nope",)), cols, rows) == []
+
+
+# --- reports -------------------------------------------------------------------------------------
+
+
+def _outcome(case_id: str, status: Any, suite: str = "s", failures: list[str] | None = None) -> CaseOutcome:
+    return CaseOutcome(
+        suite=suite, file=f"/x/{suite}.mnr.yaml", case_id=case_id, tool="analyze", principal="p",
+        scope=["project-a"], status=status, failures=failures or [], duration_ms=12.5,
+    )  # fmt: skip
+
+
+OUTCOMES = [
+    _outcome("ok", "passed"),
+    _outcome("leak", "failed", failures=["LEAKED uid=fact-b-1: row 0 f: node :Fact fact-b-1 \x07bell"]),
+    _outcome("broken", "error", suite="t", failures=["harness error: boom"]),
+]
+
+
+def test_junit_xml_is_valid_and_counts_match() -> None:
+    root = ET.fromstring(junit_xml(OUTCOMES).split("\n", 1)[1])  # noqa: S314 (our own output)
+    assert root.tag == "testsuites"
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "1")
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["s", "t"]
+    assert suites[0].get("tests") == "2" and suites[0].get("failures") == "1"
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert set(cases) == {"ok", "leak", "broken"}
+    failure = cases["leak"].find("failure")
+    assert failure is not None and "fact-b-1" in (failure.get("message") or "")
+    assert failure.text is not None and "\\x07bell" in failure.text  # control characters escaped
+    assert cases["broken"].find("error") is not None
+    assert cases["ok"].find("failure") is None and cases["ok"].get("time") == "0.013"
+
+
+def test_table_lists_every_case_and_the_failures() -> None:
+    text = table(OUTCOMES)
+    assert "PASS    s::ok" in text and "FAIL    s::leak" in text and "ERROR   t::broken" in text
+    assert "s::leak FAILED" in text and "harness error: boom" in text
+    assert text.endswith(summary(OUTCOMES))
+    assert summary(OUTCOMES) == "3 cases: 1 passed, 1 failed, 1 errors"

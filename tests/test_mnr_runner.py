@@ -1,0 +1,259 @@
+"""The must-not-retrieve runner can fail: leaks, wrong expectations, degraded answers, wrong rules.
+
+Real sandbox, real Neo4j (the fixture memory graph); plus the CLI's exit codes and
+JUnit file, and the pytest plugin collecting ``*.mnr.yaml`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.mnr.cases import Suite, load_suite
+from gateway.mnr.runner import CaseOutcome, MnrSession
+from gateway.neo4j_local import Neo4jConnection
+from gateway.runner import SandboxRunner
+from gateway.service import LayerSwitches
+
+pytest_plugins = ["tests.conftest_sandbox"]
+
+pytestmark = pytest.mark.integration
+
+CLI = [sys.executable, "-m", "gateway.cli"]
+HEADER = """\
+fixture: builtin:memory
+defaults:
+  principal: {name: agent-a, scope: [project-a]}
+  tool: analyze
+cases:
+"""
+
+
+def _suite(tmp_path: Path, body: str, name: str = "t") -> Suite:
+    path = tmp_path / f"{name}.mnr.yaml"
+    path.write_text(HEADER + textwrap.indent(textwrap.dedent(body), "  "))
+    return load_suite(path)
+
+
+@pytest.fixture(scope="module")
+def shared_runner(sandbox_runner: SandboxRunner) -> SandboxRunner:
+    return sandbox_runner
+
+
+@pytest.fixture(scope="module")
+def session(neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner) -> Iterator[MnrSession]:
+    with MnrSession(connection=neo4j_connection, runner=shared_runner) as mnr:
+        yield mnr
+
+
+def _only(outcomes: list[CaseOutcome]) -> CaseOutcome:
+    assert len(outcomes) == 1
+    return outcomes[0]
+
+
+LEAKY_CASE = """\
+- id: texts
+  query: MATCH (f:MnrFixture:Fact) RETURN f.text AS text
+  must_not_retrieve: [{uid: fact-b-1}]
+"""
+
+
+def test_a_leak_fails_the_case_naming_the_leaked_record(
+    tmp_path: Path, neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner
+) -> None:
+    suite = _suite(tmp_path, LEAKY_CASE)
+    switched_off = LayerSwitches(scope_rewrite=False, result_check=False)
+    with MnrSession(connection=neo4j_connection, runner=shared_runner, layers=switched_off) as leaky:
+        outcome = _only(leaky.run_suite(suite))
+    assert outcome.status == "failed"
+    assert outcome.failures[0].startswith("LEAKED uid=fact-b-1")
+    assert "beta launch date is 2027-03-14" in outcome.failures[0]
+    assert "t::texts FAILED" in outcome.message()
+
+
+def test_the_same_case_passes_with_every_layer_on(tmp_path: Path, session: MnrSession) -> None:
+    outcome = _only(session.run_suite(_suite(tmp_path, LEAKY_CASE)))
+    assert outcome.status == "passed", outcome.message()
+
+
+def test_layer_two_alone_redacts_and_a_case_not_expecting_it_fails(
+    tmp_path: Path, neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner
+) -> None:
+    suite = _suite(
+        tmp_path, "- id: nodes\n  query: MATCH (f:MnrFixture:Fact) RETURN f\n  must_not_retrieve: [{uid: fact-b-1}]\n"
+    )
+    with MnrSession(connection=neo4j_connection, runner=shared_runner, layers=LayerSwitches(scope_rewrite=False)) as s:
+        outcome = _only(s.run_suite(suite))
+    assert outcome.status == "failed"
+    assert outcome.redacted > 0 and outcome.degraded == ["scope:redacted"]
+    assert "layer 2 redacted" in outcome.failures[0]
+    assert not any(f.startswith("LEAKED") for f in outcome.failures)
+
+
+def test_a_wrong_expectation_fails(tmp_path: Path, session: MnrSession) -> None:
+    suite = _suite(
+        tmp_path,
+        """\
+        - id: wrong-leak
+          query: MATCH (f:MnrFixture:Fact) RETURN f
+          must_not_retrieve: [{uid: fact-a-1}]
+        - id: wrong-retrieve
+          query: MATCH (f:MnrFixture:Fact) RETURN f
+          must_retrieve: [{uid: fact-b-1}]
+        - id: wrong-count
+          query: MATCH (f:MnrFixture:Fact) RETURN count(f) AS n
+          expect_rows: [[7]]
+        - id: too-many-rows
+          query: MATCH (f:MnrFixture:Fact) RETURN f
+          max_rows: 2
+        """,
+    )
+    by_id = {o.case_id: o for o in session.run_suite(suite)}
+    assert all(o.status == "failed" for o in by_id.values()), [o.message() for o in by_id.values()]
+    assert by_id["wrong-leak"].failures[0].startswith("LEAKED uid=fact-a-1: row ")
+    assert by_id["wrong-retrieve"].failures == ["missing uid=fact-b-1: not found in 5 row(s)"]
+    assert by_id["wrong-count"].failures == ["rows [[5]], expected [[7]]"]
+    assert by_id["too-many-rows"].failures == ["5 row(s), at most 2 expected"]
+
+
+def test_rejections_must_match_the_rule(tmp_path: Path, session: MnrSession) -> None:
+    suite = _suite(
+        tmp_path,
+        """\
+        - id: right-rule
+          query: "CREATE (n:X) RETURN n"
+          must_reject: write.clause
+        - id: other-rule
+          query: "CREATE (n:X) RETURN n"
+          must_reject: param.reserved
+        - id: not-rejected
+          query: "MATCH (f:MnrFixture:Fact) RETURN count(f) AS n"
+          must_reject: write.clause
+        - id: unexpected-rejection
+          query: "MERGE (n:X) RETURN n"
+          max_rows: 10
+        """,
+    )
+    by_id = {o.case_id: o for o in session.run_suite(suite)}
+    assert by_id["right-rule"].status == "passed" and by_id["right-rule"].rule == "write.clause"
+    assert by_id["other-rule"].status == "failed"
+    assert by_id["other-rule"].failures[0].startswith("expected rejection by param.reserved, got rule write.clause")
+    assert by_id["not-rejected"].failures == ["expected rejection by write.clause, but the query ran (1 row(s))"]
+    assert by_id["unexpected-rejection"].failures[0].startswith("rejected by rule write.clause")
+
+
+def test_an_unknown_uid_is_an_error_not_a_pass(tmp_path: Path, session: MnrSession) -> None:
+    suite = _suite(tmp_path, "- id: typo\n  query: MATCH (f:Fact) RETURN f\n  must_not_retrieve: [{uid: fact-b-9}]\n")
+    outcome = _only(session.run_suite(suite))
+    assert outcome.status == "error"
+    assert outcome.failures == ["uid='fact-b-9' names no element of fixture builtin:memory"]
+
+
+def test_a_disabled_sandbox_fails_every_case_unless_it_says_so(
+    tmp_path: Path, neo4j_connection: Neo4jConnection
+) -> None:
+    suite = _suite(
+        tmp_path,
+        """\
+        - id: retrieve
+          query: MATCH (f:Fact) RETURN f
+          must_retrieve: [{uid: fact-a-1}]
+        - id: not-retrieve
+          query: MATCH (f:Fact) RETURN f
+          must_not_retrieve: [{uid: fact-b-1}]
+        - id: expects-disabled
+          query: MATCH (f:Fact) RETURN f
+          expect_degraded: ["analyze:disabled"]
+        - id: rejection-still-decided
+          query: "CREATE (n:X) RETURN n"
+          must_reject: write.clause
+        """,
+    )
+    with MnrSession(connection=neo4j_connection, runner=None) as no_sandbox:
+        by_id = {o.case_id: o for o in no_sandbox.run_suite(suite)}
+    for case_id in ("retrieve", "not-retrieve"):
+        outcome = by_id[case_id]
+        assert outcome.status == "failed", case_id
+        assert outcome.degraded == ["analyze:disabled"]
+        assert outcome.failures[0].startswith(
+            "degraded analyze:disabled: the sandbox did not run, so nothing was checked"
+        )
+    assert by_id["expects-disabled"].status == "passed"
+    assert by_id["rejection-still-decided"].status == "passed"
+
+
+# --- the CLI -------------------------------------------------------------------------------------
+
+
+def _env(connection: Neo4jConnection) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password)
+    if connection.database:
+        env["NEO4J_DATABASE"] = connection.database
+    return env
+
+
+def _run_cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, "mnr", "run", *args], capture_output=True, text=True, timeout=240, env=env)
+
+
+def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = _run_cli([str(empty)])
+    assert proc.returncode == 2 and "no *.mnr.yaml files" in proc.stderr
+    bad = tmp_path / "bad.mnr.yaml"
+    bad.write_text(HEADER + "  - id: x\n    query: RETURN 1\n    must_not_retreive: []\n")
+    proc = _run_cli([str(bad)])
+    assert proc.returncode == 2 and "must_not_retreive" in proc.stderr
+
+
+def test_cli_exit_codes_table_and_junit(tmp_path: Path, neo4j_connection: Neo4jConnection, sandbox_image: str) -> None:
+    passing = tmp_path / "ok"
+    passing.mkdir()
+    (passing / "ok.mnr.yaml").write_text(HEADER + "  - id: fine\n    query: MATCH (f:Fact) RETURN f\n"
+                                         "    must_not_retrieve: [{uid: fact-b-1}]\n")  # fmt: skip
+    failing = tmp_path / "bad.mnr.yaml"
+    failing.write_text(
+        HEADER + "  - id: good\n    query: CREATE (n:X) RETURN n\n    must_reject: write.clause\n"
+        "  - id: wrong\n    query: MATCH (f:MnrFixture:Fact) RETURN f\n    must_not_retrieve: [{uid: fact-a-2}]\n"
+    )
+    env = _env(neo4j_connection)
+    proc = _run_cli([str(passing)], env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS    ok::fine" in proc.stdout and "1 cases: 1 passed, 0 failed, 0 errors" in proc.stdout
+
+    junit = tmp_path / "out.xml"
+    proc = _run_cli([str(failing), str(passing), "--junit", str(junit)], env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL    bad::wrong" in proc.stdout and "LEAKED uid=fact-a-2" in proc.stdout
+    assert "3 cases: 2 passed, 1 failed, 0 errors" in proc.stdout
+    root = ET.parse(junit).getroot()  # noqa: S314 (our own output)
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "0")
+    failure = root.find("./testsuite[@name='bad']/testcase[@name='wrong']/failure")
+    assert failure is not None and "fact-a-2" in (failure.get("message") or "")
+
+
+# --- the pytest plugin ---------------------------------------------------------------------------
+
+
+def test_pytest_plugin_collects_cases_as_integration_items(tmp_path: Path, neo4j_connection: Neo4jConnection) -> None:
+    (tmp_path / "plug.mnr.yaml").write_text(
+        HEADER + "  - id: clean\n    query: MATCH (f:Fact) RETURN f\n    must_not_retrieve: [{uid: fact-b-1}]\n"
+        "  - id: leaks-by-design\n    query: MATCH (f:MnrFixture:Fact) RETURN f\n"
+        "    must_not_retrieve: [{uid: fact-g-2}]\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    integration: real services\n")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "integration", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=_env(neo4j_connection), cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "1 failed, 1 passed" in out
+    assert "plug::leaks-by-design FAILED" in out and "LEAKED uid=fact-g-2" in out
