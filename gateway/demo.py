@@ -444,6 +444,17 @@ class Demo:
 # --- the report ------------------------------------------------------------------------------------
 
 
+def header(connection: Neo4jConnection, image: str, truth: Truth) -> str:
+    return "\n".join([
+        "cypher-gateway demo: an agent's session through the real MCP server (stdio), sandbox and Neo4j",
+        f"  graph    the fixture memory graph (:MnrFixture) in {connection.uri}: task {REPOSITORY} {TASK_ID} with "
+        f"attempts {truth.attempts_for_task}, {truth.attempts_total} attempts and {truth.facts_total} facts in all",
+        f"  agents   agent-a scope {SCOPE_A}; agent-ab scope {SCOPE_AB}",
+        f"  server   cypher-gateway serve (default policy), sandbox image {image}",
+        "",
+    ])  # fmt: skip
+
+
 def render(steps: Sequence[Step], elapsed: float) -> str:
     out: list[str] = []
     for n, step in enumerate(steps, 1):
@@ -477,6 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"set-up failed: {exc}")
         return 2
     _say(f"seeded the fixture memory graph into {connection.uri}; sandbox image {image}")
+    print(header(connection, image, truth), flush=True)
     with tempfile.TemporaryDirectory(prefix="cgw-demo-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
