@@ -32,6 +32,7 @@ Status = Literal["passed", "failed", "error"]
 POOL_SIZE = 2
 READY_TIMEOUT_SECONDS = 90.0
 FIXTURE_RETRIES = 3
+RESEED_PAUSE_SECONDS = 0.5
 
 
 class CaseOutcome(BaseModel):
@@ -218,14 +219,16 @@ class MnrSession:
     def run_case(self, suite: Suite, case: Case) -> CaseOutcome:
         resolved = suite.resolved(case)
         started = time.monotonic()
-        outcome = CaseOutcome(
+        blank = CaseOutcome(
             suite=suite.name, file=str(suite.source or ""), case_id=case.id, description=case.description,
             tool=resolved.tool, principal=resolved.principal.name, scope=list(resolved.principal.scope),
             status="passed",
         )  # fmt: skip
+        outcome = blank.model_copy(deep=True)
         try:
-            elements = self.prepare(suite)
+            self.prepare(suite)
             for _attempt in range(FIXTURE_RETRIES):
+                elements = self._present(suite, case)
                 missing = _unknown_uids(case, elements)
                 if missing:
                     outcome.status = "error"
@@ -233,12 +236,12 @@ class MnrSession:
                         f"{suite.key_property}={uid!r} names no element of fixture {suite.fixture}" for uid in missing
                     ]
                     break
+                outcome = blank.model_copy(deep=True)
                 self._judge(resolved, Matcher(suite.key_property, elements), outcome)
-                after = self._index(suite)
-                if _same_ids(elements, after):
+                if _same_ids(elements, self._index(suite)):
                     break
-                # The fixture was reseeded while the case ran: its verdict is void; run it again.
-                elements = after
+                # The fixture was reseeded while the case ran: this verdict is void; run it again.
+                time.sleep(RESEED_PAUSE_SECONDS)
             else:
                 outcome.status = "error"
                 outcome.failures = [f"fixture {suite.fixture} kept changing while the case ran (reseeded elsewhere?)"]
@@ -247,6 +250,16 @@ class MnrSession:
             outcome.failures = [f"harness error: {type(exc).__name__}: {exc}"]
         outcome.duration_ms = (time.monotonic() - started) * 1000
         return outcome
+
+    def _present(self, suite: Suite, case: Case) -> dict[str, FixtureElement]:
+        """The fixture's elements; reseeded once when some the case names are gone (wiped elsewhere)."""
+        from gateway.mnr import seed
+
+        elements = self._index(suite)
+        if _unknown_uids(case, elements):
+            seed.seed(self._driver, suite.fixture_path(), self.connection.database)
+            elements = self._index(suite)
+        return elements
 
     def _judge(self, resolved: ResolvedCase, matcher: Matcher, outcome: CaseOutcome) -> None:
         case = resolved.case
