@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY
 from gateway.errors import GatewayError, QueryRejected
+from gateway.policy import Policy
 from gateway.service import CheckResult, Gateway, Principal, SchemaResult, ToolResult, Transport
 
 CypherText = Annotated[
@@ -43,10 +44,23 @@ _QUERY_ADVICE = (
     "query was executed."
 )
 
-RECALL_DESCRIPTION = (
-    "Exact-history reads for one task in one repository, under the recall policy "
-    "(read-only, no procedures, $repository and $taskId required, correction edges hidden)." + _QUERY_ADVICE
-)
+
+
+def recall_description(policy: Policy) -> str:
+    """The recall tool's description, naming what the active policy requires of a query."""
+    recall = policy.tool("recall")
+    required = ", ".join(f"${name}" for name in recall.required_parameters)
+    demands = [
+        "read-only",
+        "procedures: " + (", ".join(sorted(recall.procedures_allowed)) or "none"),
+        *([f"{required} must be referenced and supplied"] if required else []),
+        "correction edges hidden",
+    ]
+    return (
+        "Exact-history reads (every attempt on a task, failed checks and outdated conclusions included), "
+        f"under the recall policy ({'; '.join(demands)})." + _QUERY_ADVICE
+    )
+
 ANALYZE_DESCRIPTION = (
     "Ad-hoc read-only analysis (counting, grouping, traversal) under the analyze policy. "
     "Results are capped (rows and bytes, see `truncated`/`truncation`) and time-limited." + _QUERY_ADVICE
@@ -93,8 +107,11 @@ def error_result(exc: GatewayError) -> CallToolResult:
     body = ErrorBody(code=exc.code, message=exc.message)
     if isinstance(exc, QueryRejected):
         body = ErrorBody(code=exc.code, message=exc.message, rule=exc.rule, reason=exc.reason)
-    text = json.dumps({"error": body.model_dump(exclude_none=True)})
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    data = {"error": body.model_dump(exclude_none=True)}
+    # The body is in structured content too, so a client can branch on code and rule without parsing text.
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data))], structured_content=data, is_error=True
+    )
 
 
 def _ok(model: BaseModel) -> CallToolResult:
@@ -130,7 +147,7 @@ def build_server(
             return error_result(exc)
         return _ok(result)
 
-    @server.tool(name="recall", description=RECALL_DESCRIPTION, annotations=_READ_ONLY)
+    @server.tool(name="recall", description=recall_description(gateway.policy), annotations=_READ_ONLY)
     async def recall(cypher: CypherText, ctx: Context[Any, Any], params: Params = None) -> Annotated[
         CallToolResult, ToolResult
     ]:
