@@ -1,0 +1,206 @@
+"""Bypass attempts against scope, through the product path with every layer on.
+
+``gateway.service.Gateway`` + a real ``SandboxRunner`` + the real Neo4j. Every element a
+principal in ``project-a`` may not see has a name starting with ``hidden``; an attack
+fails when that word appears nowhere in the answer (rows, nested values, tagged nodes,
+relationships and paths), the counts count only visible elements, and layer 2 had
+nothing to do (``redacted == 0``, no ``degraded``): layer 1 alone must stop it. An
+attack may also be refused, with a rule the test names.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gateway.errors import QueryRejected
+from gateway.policy import Policy, load_policy
+from gateway.runner import SandboxRunner
+from gateway.service import Gateway, LayerSwitches, Principal, ToolResult
+
+pytest_plugins = ["tests.conftest_sandbox"]
+pytestmark = pytest.mark.integration
+
+POLICY = load_policy()
+A = Principal(name="alice", scope=frozenset({"project-a"}))
+B = Principal(name="bob", scope=frozenset({"project-b"}))
+NOBODY = Principal(name="forgot-the-scope")  # empty scope: global-only
+
+
+@pytest.fixture(scope="module")
+def L(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[str]:
+    """The attack graph under a run-unique label. Visible to project-a: g1, g2, a1 and the edges g1-a1, a1-g2."""
+    label = f"ScopeAtk{uuid.uuid4().hex[:8]}"
+    seed = f"""
+    CREATE (g1:{label} {{name: 'g1', layers: []}})
+    CREATE (g2:{label}:Secret {{name: 'g2'}})
+    CREATE (a1:{label}:Secret {{name: 'a1', layers: ['project-a']}})
+    CREATE (hb:{label}:Secret:OnlyHidden{label} {{name: 'hidden-b', layers: ['project-b'], hiddenKey{label}: 1}})
+    CREATE (:{label} {{name: 'hidden-malformed', layers: 'project-a'}})
+    CREATE (:{label} {{name: 'hidden-restricted', layers: ['restricted']}})
+    CREATE (g1)-[:LINK {{name: 'g1-a1'}}]->(a1)-[:LINK {{name: 'a1-g2'}}]->(g2)
+    CREATE (g1)-[:LINK {{name: 'hidden-edge-to-b'}}]->(hb)-[:LINK {{name: 'hidden-b-g2'}}]->(g2)
+    CREATE (g1)-[:LINK {{name: 'hidden-direct', layers: ['project-b']}}]->(g2)
+    CREATE (a1)-[:SUPERSEDES {{name: 'hidden-supersedes'}}]->(g1)
+    CREATE (g2)-[:CONTRADICTS {{name: 'hidden-contradicts'}}]->(a1)
+    CREATE (g2)-[:LINK {{name: 'hidden-malformed-edge', layers: 'project-a'}}]->(a1)
+    CREATE (a1)-[:HIDDENONLY{label} {{name: 'hidden-type', layers: ['project-b']}}]->(g2)
+    """
+    with neo4j_driver.session(database=neo4j_connection.database) as session:
+        session.run(seed).consume()
+    yield label
+    with neo4j_driver.session(database=neo4j_connection.database) as session:
+        session.run(f"MATCH (n:{label}) DETACH DELETE n").consume()
+
+
+@pytest.fixture(scope="module")
+def gw(sandbox_runner: SandboxRunner) -> Gateway:
+    return Gateway(POLICY, sandbox_runner)
+
+
+def clean(result: ToolResult) -> ToolResult:
+    """Assert the answer holds nothing hidden and layer 1 alone was enough."""
+    text = json.dumps(result.rows)
+    assert "hidden" not in text.lower(), text[:500]
+    assert result.redacted == 0 and result.degraded == [], (result.redacted, result.degraded)
+    return result
+
+
+def column(result: ToolResult, index: int = 0) -> list[Any]:
+    return [row[index] for row in result.rows]
+
+
+def ask(gw: Gateway, cypher: str, principal: Principal = A) -> ToolResult:
+    return clean(gw.run("analyze", cypher, {}, principal))
+
+
+def test_plain_match_and_forgotten_scope(gw: Gateway, L: str) -> None:
+    assert sorted(column(ask(gw, f"MATCH (n:{L}) RETURN n.name"))) == ["a1", "g1", "g2"]
+    assert sorted(column(ask(gw, f"MATCH (n:{L}) RETURN n.name", NOBODY))) == ["g1", "g2"]
+    other = gw.run("analyze", f"MATCH (n:{L}) RETURN n.name", {}, B)
+    assert "hidden-b" in column(other) and "a1" not in column(other)  # positive control: the data is there
+
+
+def test_whole_nodes_and_nested_collections(gw: Gateway, L: str) -> None:
+    ask(gw, f"MATCH (n:{L}) RETURN n")
+    ask(gw, f"MATCH (n:{L}) WITH n ORDER BY n.name RETURN collect(n) AS ns, collect({{n: [n]}}) AS deep")
+
+
+def test_count_side_channels(gw: Gateway, L: str) -> None:
+    assert column(ask(gw, f"MATCH (n:{L}:Secret) RETURN count(n)")) == [2]
+    assert column(ask(gw, f"MATCH (n:{L}) RETURN count(*)")) == [3]
+    assert column(ask(gw, f"MATCH (:{L} {{name: 'g1'}})-[r]->() RETURN count(r)")) == [1]
+    assert column(ask(gw, f"MATCH (:{L} {{name: 'g1'}})-[*1..3]->(x) RETURN count(DISTINCT x)")) == [2]
+    assert column(ask(gw, f"MATCH (n:{L}) RETURN sum(size(n.name))")) == [6]
+
+
+def test_var_length_quantified_and_nodes_of_paths(gw: Gateway, L: str) -> None:
+    paths = ask(gw, f"MATCH p = (:{L} {{name: 'g1'}})-[*1..3]->(:{L} {{name: 'g2'}}) RETURN p")
+    assert len(paths.rows) == 1
+    ask(gw, f"MATCH (:{L} {{name: 'g1'}}) ((x)-[]->(y)){{1,3}} (z:{L}) RETURN z.name, [n IN x | n.name]")
+    ask(gw, f"MATCH p = (:{L} {{name: 'g1'}})-[*1..2]-() UNWIND nodes(p) AS n RETURN DISTINCT n.name")
+    ask(gw, f"MATCH p = (:{L} {{name: 'g1'}})-[*1..2]-() UNWIND relationships(p) AS r RETURN DISTINCT r.name")
+
+
+def test_shortest_paths(gw: Gateway, L: str) -> None:
+    shortest = (
+        f"MATCH p = shortestPath((:{L} {{name: 'g1'}})-[*..3]-(:{L} {{name: 'g2'}})) RETURN [n IN nodes(p) | n.name]"
+    )
+    assert column(ask(gw, shortest)) == [["g1", "a1", "g2"]]
+    ask(gw, f"MATCH p = allShortestPaths((:{L} {{name: 'g1'}})-[*..3]-(:{L} {{name: 'g2'}})) RETURN p")
+    with pytest.raises(QueryRejected) as refused:
+        gw.run("analyze", f"MATCH p = ANY SHORTEST (:{L} {{name: 'g1'}})-[]-{{1,3}}(:{L}) RETURN p", {}, A)
+    assert refused.value.rule == "scope.unsupported"
+
+
+def test_subqueries_comprehensions_and_pattern_predicates(gw: Gateway, L: str) -> None:
+    row = ask(
+        gw,
+        f"MATCH (a:{L} {{name: 'g1'}}) RETURN COUNT {{ (a)-->() }} AS c, "
+        f"EXISTS {{ (a)-->(:{L} {{name: 'hidden-b'}}) }} AS e, "
+        "COLLECT { MATCH (a)--(b) RETURN b.name } AS ns, [(a)-[r]->(b) | r.name] AS rs",
+    ).rows
+    assert row == [[1, False, ["a1"], ["g1-a1"]]]
+    assert ask(gw, f"MATCH (n:{L}) WHERE (n)-->(:{L} {{name: 'hidden-b'}}) RETURN n.name").rows == []
+    assert column(
+        ask(gw, f"MATCH (n:{L} {{name: 'g1'}}) WHERE NOT (n)-->(:{L} {{name: 'hidden-b'}}) RETURN n.name")
+    ) == ["g1"]
+    assert sorted(column(ask(gw, f"CALL () {{ MATCH (n:{L}:Secret) RETURN n }} RETURN n.name"))) == ["a1", "g2"]
+    ask(gw, f"MATCH (a:{L}) CALL (a) {{ MATCH (a)-[*1..2]-(b) RETURN collect(b) AS bs }} RETURN a, bs")
+
+
+def test_union_branches_and_optional_match(gw: Gateway, L: str) -> None:
+    union = (
+        f"MATCH (n:{L} {{name: 'hidden-b'}}) RETURN n.name AS x UNION MATCH (n:{L} {{name: 'a1'}}) RETURN n.name AS x"
+    )
+    assert column(ask(gw, union)) == ["a1"]
+    optional = f"MATCH (a:{L} {{name: 'g1'}}) OPTIONAL MATCH (a)-->(b:{L} {{name: 'hidden-b'}}) RETURN a.name, b"
+    assert ask(gw, optional).rows == [["g1", None]]
+    counted = f"MATCH (a:{L} {{name: 'g1'}}) OPTIONAL MATCH (a)-[r]->(b) RETURN count(r), collect(b.name)"
+    assert ask(gw, counted).rows == [[1, ["a1"]]]
+
+
+def test_bookkeeping_edges_and_start_end_node(gw: Gateway, L: str) -> None:
+    types = ask(gw, f"MATCH (:{L} {{name: 'a1'}})-[r]-(x) RETURN type(r), r, x")
+    assert set(column(types)) == {"LINK"}
+    ask(gw, f"MATCH (:{L})-[r]->() RETURN startNode(r), endNode(r), r")
+    with pytest.raises(QueryRejected) as named:
+        gw.run("analyze", f"MATCH (:{L})-[r:SUPERSEDES]->() RETURN r", {}, A)
+    assert named.value.rule.startswith("relationship")
+
+
+def test_label_and_type_predicates_in_where(gw: Gateway, L: str) -> None:
+    assert ask(gw, f"MATCH (n) WHERE n:{L} AND n.name STARTS WITH 'hidden' RETURN n").rows == []
+    assert ask(gw, f"MATCH (n:{L}) WHERE n.layers IS NULL OR n.layers = 'project-a' OR true RETURN n.name").rows
+    ask(gw, f"MATCH (:{L})-[r]->() WHERE type(r) STARTS WITH 'SUP' OR type(r) STARTS WITH 'CON' RETURN r")
+    ask(gw, f"MATCH (n:{L}) WHERE size(labels(n)) > 2 RETURN labels(n), keys(n)")
+
+
+def test_malformed_layers(gw: Gateway, L: str) -> None:
+    assert ask(gw, f"MATCH (:{L} {{name: 'g2'}})-[r]->() RETURN r").rows == []
+    assert ask(gw, f"MATCH (n:{L}) WHERE n.name = 'hidden-malformed' RETURN n").rows == []
+
+
+def test_index_procedures_are_refused(gw: Gateway, sandbox_runner: SandboxRunner, L: str) -> None:
+    fulltext = "CALL db.index.fulltext.queryNodes('any_index', 'hidden') YIELD node, score RETURN node, score"
+    vector = "CALL db.index.vector.queryNodes('any_index', 5, [0.1, 0.2]) YIELD node RETURN node"
+    for cypher in (fulltext, vector):
+        with pytest.raises(QueryRejected):
+            gw.run("analyze", cypher, {}, A)  # the default policy does not allow the procedure
+    tools = dict(POLICY.tools)
+    tools["analyze"] = tools["analyze"].model_copy(
+        update={"procedures_allowed": frozenset({"db.index.fulltext.queryNodes", "db.index.vector.queryNodes"})}
+    )
+    allowing: Policy = POLICY.model_copy(update={"tools": tools})
+    for cypher in (fulltext, vector):
+        with pytest.raises(QueryRejected) as refused:
+            Gateway(allowing, sandbox_runner).run("analyze", cypher, {}, A)
+        assert refused.value.rule == "scope.unsupported", refused.value.reason
+
+
+def test_schema_tool_lists_only_visible_names(gw: Gateway, L: str) -> None:
+    schema = gw.schema(A)
+    if not schema.truncated:  # the shared database may hold more names than one answer carries
+        assert L in schema.labels and "Secret" in schema.labels  # positive control
+    assert f"OnlyHidden{L}" not in schema.labels
+    assert f"HIDDENONLY{L}" not in schema.relationshipTypes
+    assert f"hiddenKey{L}" not in schema.propertyKeys
+    assert "SUPERSEDES" not in schema.relationshipTypes and "CONTRADICTS" not in schema.relationshipTypes
+
+
+def test_check_shows_the_scoped_query(gw: Gateway, L: str) -> None:
+    checked = gw.check("analyze", f"MATCH (n:{L})-->(m) RETURN m", {}, A)
+    assert checked.allowed and checked.rewritten is not None
+    assert f"${POLICY.scope.scope_parameter}" in checked.rewritten and "nodes(" in checked.rewritten
+
+
+def test_controls_without_the_rewrite_the_attacks_do_leak(sandbox_runner: SandboxRunner, L: str) -> None:
+    # Layer 2 alone cannot fix a count or a scalar: these are what the rewrite is for.
+    unscoped = Gateway(POLICY, sandbox_runner, layers=LayerSwitches(scope_rewrite=False))
+    assert column(unscoped.run("analyze", f"MATCH (n:{L}:Secret) RETURN count(n)", {}, A)) == [3]
+    names = unscoped.run("analyze", f"MATCH (:{L} {{name: 'g1'}})-[r]->() RETURN r.name", {}, A)
+    assert "hidden-edge-to-b" in column(names)
