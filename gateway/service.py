@@ -10,6 +10,7 @@ the only way a query reaches Neo4j is through a sandbox container.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import guard, scope
 from gateway.audit import AuditEvent, AuditLog
-from gateway.errors import GatewayError, InvalidInput, QueryRejected, SandboxUnavailable
+from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
 from gateway.guard.parse import GuardParseError, ParsedQuery
 from gateway.policy import Policy, ToolName
 from gateway.runner import Runner, error_for
@@ -208,6 +209,8 @@ class Gateway:
         except SandboxUnavailable:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         error = error_for(sandbox_result)
+        if isinstance(error, Neo4jRefused) and self.layers.scope_rewrite:
+            error = without_quoted_values(error)
         if error is not None:
             raise error
         return _tool_result(tool, sandbox_result)
@@ -290,6 +293,21 @@ class Gateway:
 class _Prepared(BaseModel):
     cypher: str
     params: dict[str, Any]
+
+
+_QUOTED = re.compile(r'"[^"]*"|\'[^\']*\'')
+
+
+def without_quoted_values(error: Neo4jRefused) -> Neo4jRefused:
+    """A runtime error may quote a property value (``Text cannot be parsed to a Date "…"``).
+
+    Neo4j does not promise to evaluate the scope predicate before the agent's own
+    expressions, so that value could belong to a hidden element: quoted values are
+    dropped from every message. Even that date error comes as a SyntaxError code, so
+    no code is exempt; the guard has already parsed the query, so little is lost.
+    """
+    message = error.message.removeprefix("Neo4j refused the query: ")
+    return Neo4jRefused(_QUOTED.sub('"…"', message), error.neo4j_code)
 
 
 def _validate_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
