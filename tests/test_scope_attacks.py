@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gateway.errors import QueryRejected
+from gateway.errors import Neo4jRefused, QueryRejected
 from gateway.policy import Policy, load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway, LayerSwitches, Principal, ToolResult
@@ -204,3 +204,60 @@ def test_controls_without_the_rewrite_the_attacks_do_leak(sandbox_runner: Sandbo
     assert column(unscoped.run("analyze", f"MATCH (n:{L}:Secret) RETURN count(n)", {}, A)) == [3]
     names = unscoped.run("analyze", f"MATCH (:{L} {{name: 'g1'}})-[r]->() RETURN r.name", {}, A)
     assert "hidden-edge-to-b" in column(names)
+
+
+# --- error oracles: LEAKS FOUND (reported to the lead; gateway/scope is not this file's to fix) ---
+#
+# Predicates the agent writes *inside* a pattern that Neo4j evaluates while it expands (the
+# WHERE of a quantified path, the inline WHERE of a quantified relationship, the agent's own
+# all(...) over a shortestPath's nodes) run on hidden elements before the scope predicate,
+# which sits in the MATCH's WHERE, removes them. A predicate that raises on a hidden value
+# then reports it: Neo4j's message quotes the value ("Text cannot be parsed to a Date
+# "hidden-b""), and even a generic message would leave a one-bit oracle (error or no error)
+# that reads a hidden property bit by bit. Each case: unscoped it raises (the oracle is real);
+# scoped it must not raise. strict=True: when the rewrite is fixed these turn red, remove the mark.
+
+_DATE_ON_HIDDEN = "CASE WHEN {v}.name = 'hidden-b' THEN date({v}.name) ELSE date('2020-01-01') END IS NOT NULL"
+ORACLES = {
+    "quantified-path-where": "MATCH (x:{L} {{name: 'g1'}}) ((u)-[r]->(v) WHERE " + _DATE_ON_HIDDEN.format(v="v")
+    + "){{1,2}} (y) RETURN y.name",
+    "quantified-relationship-where": "MATCH (x:{L} {{name: 'g1'}})-[r WHERE "
+    + _DATE_ON_HIDDEN.format(v="endNode(r)") + "]->{{1,2}}(y) RETURN y.name",
+    "shortest-path-agent-all": "MATCH p = shortestPath((x:{L} {{name: 'g1'}})-[*..3]->(y:{L} {{name: 'g2'}})) "
+    "WHERE all(n IN nodes(p) WHERE " + _DATE_ON_HIDDEN.format(v="n") + ") RETURN y.name",
+}  # fmt: skip
+# The same shapes outside an expansion are closed on Neo4j 5.26 (the scope predicate runs first).
+CLOSED_ORACLES = {
+    "match-where": "MATCH (n:{L}) WHERE " + _DATE_ON_HIDDEN.format(v="n") + " RETURN n.name",
+    "inline-node-where": "MATCH (x:{L} {{name: 'g1'}})-->(n WHERE " + _DATE_ON_HIDDEN.format(v="n") + ") RETURN n.name",
+    "var-length-where": "MATCH (x:{L} {{name: 'g1'}})-[*1..2]->(n) WHERE " + _DATE_ON_HIDDEN.format(v="n")
+    + " RETURN n.name",
+    "optional-match-where": "MATCH (x:{L} {{name: 'g1'}}) OPTIONAL MATCH (x)-->(n) WHERE "
+    + _DATE_ON_HIDDEN.format(v="n") + " RETURN n.name",
+    "comprehension-where": "MATCH (x:{L} {{name: 'g1'}}) RETURN [(x)-->(n) WHERE " + _DATE_ON_HIDDEN.format(v="n")
+    + " | n.name]",
+    "count-subquery-where": "MATCH (x:{L} {{name: 'g1'}}) RETURN COUNT {{ (x)-->(n) WHERE "
+    + _DATE_ON_HIDDEN.format(v="n") + " }}",
+}  # fmt: skip
+
+
+def _oracle(sandbox_runner: SandboxRunner, cypher: str, *, control: bool = True) -> None:
+    if control:
+        unscoped = Gateway(POLICY, sandbox_runner, layers=LayerSwitches(scope_rewrite=False))
+        with pytest.raises(Neo4jRefused, match="hidden-b"):
+            unscoped.run("analyze", cypher, {}, A)  # the oracle works without the rewrite
+    result = Gateway(POLICY, sandbox_runner).run("analyze", cypher, {}, A)  # must not raise
+    clean(result)
+
+
+@pytest.mark.xfail(strict=True, raises=Neo4jRefused, reason="LEAK: agent predicate evaluated on hidden elements")
+@pytest.mark.parametrize("case", list(ORACLES))
+def test_error_oracle_inside_expansions(sandbox_runner: SandboxRunner, L: str, case: str) -> None:
+    # Unscoped, shortestPath may stop at the (hidden) direct edge before it reaches hidden-b, so
+    # that case has no control: there it is the scope predicate that sends the search past hidden-b.
+    _oracle(sandbox_runner, ORACLES[case].format(L=L), control=case != "shortest-path-agent-all")
+
+
+@pytest.mark.parametrize("case", list(CLOSED_ORACLES))
+def test_error_oracle_outside_expansions_is_closed(sandbox_runner: SandboxRunner, L: str, case: str) -> None:
+    _oracle(sandbox_runner, CLOSED_ORACLES[case].format(L=L))
