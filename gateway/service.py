@@ -10,7 +10,6 @@ the only way a query reaches Neo4j is through a sandbox container.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -210,7 +209,7 @@ class Gateway:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         error = error_for(sandbox_result)
         if isinstance(error, Neo4jRefused) and self.layers.scope_rewrite:
-            error = without_quoted_values(error)
+            error = withheld_details(error)
         if error is not None:
             raise error
         return _tool_result(tool, sandbox_result)
@@ -295,19 +294,20 @@ class _Prepared(BaseModel):
     params: dict[str, Any]
 
 
-_QUOTED = re.compile(r'"[^"]*"|\'[^\']*\'')
+def withheld_details(error: Neo4jRefused) -> Neo4jRefused:
+    """A runtime error can carry a property value, quoted or not.
 
-
-def without_quoted_values(error: Neo4jRefused) -> Neo4jRefused:
-    """A runtime error may quote a property value (``Text cannot be parsed to a Date "…"``).
-
-    Neo4j does not promise to evaluate the scope predicate before the agent's own
-    expressions, so that value could belong to a hidden element: quoted values are
-    dropped from every message. Even that date error comes as a SyntaxError code, so
-    no code is exempt; the guard has already parsed the query, so little is lost.
+    ``Text cannot be parsed to a Date "…"`` (sent with a SyntaxError code),
+    ``Unknown coordinate reference system: <any string>``, ``MonthOfYear …: <any int>``:
+    and Neo4j does not promise to evaluate the scope predicate before the agent's
+    own expressions, so the value could belong to a hidden element. With scope on,
+    only Neo4j's error code goes back; the guard has already parsed the query, so
+    little help is lost.
     """
-    message = error.message.removeprefix("Neo4j refused the query: ")
-    return Neo4jRefused(_QUOTED.sub('"…"', message), error.neo4j_code)
+    code = error.neo4j_code or "Neo.ClientError"
+    return Neo4jRefused(
+        f"{code} (details withheld: Neo4j's message can quote data outside your scope)", error.neo4j_code
+    )
 
 
 def _validate_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
