@@ -247,7 +247,8 @@ def _set_initial_password(home: Path) -> None:
         return
     if auth_store.exists() and not password_file.exists():
         raise Neo4jSetupError(f"{home} has an auth store but no password file; remove {home} to start afresh")
-    password = secrets.token_urlsafe(18)
+    # A leading letter: a token starting with '-' would be read as an option by the admin tool.
+    password = "cgw" + secrets.token_urlsafe(18)
     result = subprocess.run(
         [_java(), "-cp", f"{home / 'lib'}/*", "org.neo4j.cli.AdminTool", "dbms", "set-initial-password", password],
         env=_neo4j_env(home), capture_output=True, text=True, timeout=120,
