@@ -313,6 +313,17 @@ def test_returned_paths_hold_only_visible_elements(session: Any) -> None:
         "MATCH (:ScopeT {name: 'g1'})-[:LINK*1..2]->(y) WHERE 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) = 1 "
         "RETURN y.name AS name",
         "MATCH (:ScopeT {name: 'g1'})-[:LINK]->(y) RETURN 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) AS name",
+        # Conditions on an element inside a pattern: each is put behind that element's visibility.
+        "MATCH (:ScopeT {name: 'g1'})-[:LINK]->(y WHERE 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) = 1)"
+        "-[:LINK]->(z) RETURN y.name AS name",
+        "MATCH (:ScopeT {name: 'g1'})-[:LINK]->(y)-[:LINK]->(z {name: "
+        "CASE WHEN 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) = 1 THEN 'g2' END}) RETURN y.name AS name",
+        "MATCH (:ScopeT {name: 'g1'}) ((u)-[:LINK]->(v) WHERE 1 / (CASE v.name WHEN 'b1' THEN 0 ELSE 1 END) = 1)"
+        "{1,2} (y) RETURN y.name AS name",
+        "MATCH (g:ScopeT {name: 'g1'}) UNWIND [(g)-[:LINK]->(y)-[:LINK]->() "
+        "WHERE 1 / (CASE y.name WHEN 'b1' THEN 0 ELSE 1 END) = 1 | y.name] AS name RETURN name",
+        "MATCH (g:ScopeT {name: 'g1'}) WITH g, COUNT { (g) ((u)-[:LINK]->(v) WHERE 1 / "
+        "(CASE v.name WHEN 'b1' THEN 0 ELSE 1 END) = 1){1,2} (y) } AS c RETURN g.name AS name",
     ],
 )
 def test_error_oracle_on_a_hidden_value_stays_closed(session: Any, cypher: str) -> None:

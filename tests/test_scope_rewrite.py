@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gateway import guard, scope
@@ -65,8 +67,10 @@ def test_a_named_path_is_reused_not_renamed() -> None:
 def test_every_pattern_construct_is_scoped(cypher: str, marker: str) -> None:
     out = rewritten(cypher)
     assert marker in out, out
-    # One predicate per generated or named path: none of them is left without it.
-    assert out.count("all(__gw_x IN nodes(") == out.count("= ") - out.count(" = 0")
+    # A predicate for every generated or named path: none of them is left without it. (A guarded
+    # condition repeats its pattern's predicate inside its CASE, so count the paths, not the texts.)
+    paths = re.findall(r"(?:MATCH |OPTIONAL MATCH |\[)(\w+) = ", out)
+    assert paths and set(paths) == set(re.findall(r"all\(__gw_x IN nodes\((\w+)\)", out)), out
 
 
 def test_bookkeeping_relationships_are_excluded_unless_the_policy_allows_them() -> None:
@@ -134,3 +138,69 @@ def test_schema_name_procedures_pass_and_start_end_node_are_allowed() -> None:
 def test_pure_apoc_value_functions_are_allowed() -> None:
     out = rewritten("MATCH (n) RETURN apoc.text.join(['a'], ','), apoc.coll.sum([1]), apoc.map.merge({}, {})")
     assert "apoc.text.join" in out and "nodes(__gw_p1)" in out
+
+
+# ---- the error oracle: conditions that could raise run only behind the visibility check ----
+
+
+def test_a_condition_that_cannot_raise_stays_as_written() -> None:
+    # Comparisons of an element's property with literals never raise: left alone, they keep index seeks.
+    out = rewritten("MATCH (a:Fact)-->(b) WHERE a.id = 'x' AND b.n IN [1, 2] AND NOT b:Secret RETURN b")
+    assert "CASE WHEN (all(" not in out
+    assert out.startswith("MATCH __gw_p1 = (a:Fact)-->(b) WHERE (a.id = 'x' AND b.n IN [1, 2] AND NOT b:Secret) AND")
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "1 / b.n = 1",  # division by zero on a hidden value
+        "date(b.text) IS NOT NULL",  # a failed conversion
+        "b.flag",  # not a boolean: raises
+        "b.n IN b.m",  # `x IN 5` raises
+        "b.text =~ a.text",  # an invalid regex
+        "all(n IN nodes(p) WHERE n.x > 0)",
+    ],
+)
+def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str) -> None:
+    out = rewritten(f"MATCH p = (a)-->(x)-->(b) WHERE a.id = 'x' AND {condition} RETURN b")
+    assert "a.id = 'x' AND CASE WHEN (all(__gw_x IN nodes(p) WHERE" in out
+    assert f"THEN ({condition}) ELSE false END" in out
+
+
+def test_only_the_conjuncts_that_could_raise_are_guarded_and_parentheses_stay_balanced() -> None:
+    out = rewritten("MATCH (a) WHERE ((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2 RETURN a")
+    assert "THEN ((1 / a.n = 1) OR (a.x = 1)) ELSE false END) AND a.y = 2" in out
+
+
+@pytest.mark.parametrize(
+    "cypher, guarded",
+    [
+        # Inline WHERE of a middle node: behind that node's visibility.
+        ("MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z", "(y WHERE CASE WHEN (CASE WHEN y.layers IS NULL"),
+        # Quantified path: behind every element of the group.
+        ("MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z", "WHERE CASE WHEN ((CASE WHEN r.layers"),
+        # Quantified relationship: the relationship and both its endpoints.
+        ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(r).layers"),
+        # A property map value that could raise: behind the element, null (no match) otherwise.
+        ("MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z", "(z {n: CASE WHEN (CASE WHEN y.layers IS NULL"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE (CASE WHEN (all(__gw_x IN nodes(__gw_p2)"),
+        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE (CASE WHEN (all(__gw_x IN nodes("),
+    ],
+)
+def test_conditions_inside_patterns_are_guarded(cypher: str, guarded: str) -> None:
+    out = rewritten(cypher)
+    assert guarded in out, out
+    assert "1 / " in out.split("THEN (", 1)[1]
+
+
+def test_property_map_literals_and_parameters_are_left_alone() -> None:
+    out = rewritten("MATCH (a {id: 'x', n: [1, 2]})-->(b) RETURN b")
+    assert "MATCH __gw_p1 = (a {id: 'x', n: [1, 2]})-->(b) WHERE (all(" in out
+
+
+def test_a_condition_inside_a_pattern_with_no_element_to_check_first_is_refused() -> None:
+    # `1 / $x` would run per candidate, hidden ones too: whether it fails says a hidden match exists.
+    decision = guard.check("MATCH (a) (()-->() WHERE 1 / $x = 1){1,2} (b) RETURN b", {"x": 0}, "analyze", POLICY)
+    assert decision.parsed is not None, decision.reason
+    with pytest.raises(scope.ScopeUnsupported, match="names no element of its pattern"):
+        scope.rewrite(decision.parsed, policy=POLICY, tool="analyze")

@@ -1,4 +1,3 @@
-# COORDINATION (temporary, remove before merge): two helpers are editing this package; read /tmp/scope_coordination.md
 """Scope enforcement: rewrite an agent's query so it can only see the caller's layers.
 
 ``rewrite(parsed, policy=…, tool=…)`` runs the passes of

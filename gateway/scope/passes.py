@@ -13,6 +13,14 @@ endpoints of every relationship, with one predicate whose completeness a
 reviewer can see at a glance. Because the predicate sits in the pattern's WHERE,
 it filters before any aggregation and, in OPTIONAL MATCH, yields nulls rather
 than dropping rows.
+
+The second idea closes the error oracle: Neo4j may evaluate an agent's condition
+on an element as soon as it is bound, before the path predicate, so every
+condition the agent wrote that could raise (``1 / x``, ``date(s)``) is put
+behind the visibility of what it runs on: ``CASE WHEN <visible> THEN (cond)
+ELSE false END``. A MATCH-level condition waits for its whole pattern; one
+inside a pattern (inline WHERE, property map, quantified-path WHERE) for the
+elements it is attached to and names.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from gateway.guard.lexer import Token, tokenize
 from gateway.guard.parse import ParsedQuery
 from gateway.policy import Policy, ToolName
 from gateway.scope.edits import Edits
-from gateway.scope.predicates import GENERATED_PREFIX, Predicates
+from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
 
 
 class ScopeUnsupported(Exception):
@@ -132,6 +140,21 @@ class Context:
             last += 1
         return ast.Node(start=tokens[first].start, end=tokens[last].end)
 
+    def balanced(self, expr: ast.Node) -> ast.Node:
+        """The smallest token-balanced extent around ``expr``: an operand's span may be ``x) OR (y``."""
+        tokens = self.tokens()
+        lo = next(i for i, t in enumerate(tokens) if t.start >= expr.start)
+        hi = max(i for i, t in enumerate(tokens) if t.end <= expr.end and t.kind != "EOF")
+        changed = True
+        while changed:
+            changed = False
+            for i in range(lo, hi + 1):
+                match = tokens[i].match
+                if match >= 0 and not lo <= match <= hi:
+                    lo, hi, changed = min(lo, match), max(hi, match), True
+                    break
+        return ast.Node(start=tokens[lo].start, end=tokens[hi].end)
+
     def fresh_path(self) -> str:
         self._counter += 1
         return f"{GENERATED_PREFIX}p{self._counter}"
@@ -199,13 +222,18 @@ def _name_part(ctx: Context, part: ast.PatternPart) -> str:
 
 
 def _add_condition(ctx: Context, owner: ast.Node, where: ast.Expr | None, after: int, condition: str) -> None:
-    """AND ``condition`` into ``where``, or add ``WHERE condition`` at offset ``after``."""
+    """AND ``condition`` into ``where``, or add ``WHERE condition`` at offset ``after``.
+
+    Each conjunct of the agent's WHERE that could raise is also put behind
+    ``condition`` (see ``guard_conjuncts``), so it never runs on a hidden element.
+    """
     if where is None:
         ctx.edits.close(owner, f" WHERE {condition}", offset=after)
     else:
         region = ctx.region(where)
         ctx.edits.open(region, "(")
         ctx.edits.close(region, f") AND {condition}")
+        guard_conjuncts(ctx, where, condition, _elements_of(owner))
 
 
 def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
@@ -214,9 +242,188 @@ def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
     )
 
 
+# ---- the error oracle: agent conditions run only on visible elements ----------------------
+#
+# Neo4j may evaluate an agent's condition on an element as soon as it is bound (a middle node,
+# an element inside a quantified path), before the path-level scope predicate. A condition
+# that raises on a hidden value (1 / 0, date('x')) then reports that the value exists. So every
+# agent condition that *could* raise is wrapped as `CASE WHEN <visible> THEN (cond) ELSE false
+# END`: CASE evaluates a branch only once it is selected. Conditions that cannot raise (a
+# comparison of an element's property with a literal) stay as written, so the planner can still
+# use them for index seeks.
+
+# Operators that never raise on any operand types (they yield null instead).
+_VALUE_COMPARISONS = frozenset({"=", "<>", "<", ">", "<=", ">=", "STARTS_WITH", "ENDS_WITH", "CONTAINS"})
+
+
+def _value_cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
+    """A value that is computed without any operation that can fail."""
+    if isinstance(expr, ast.Literal | ast.Parameter | ast.Variable):
+        return True
+    if isinstance(expr, ast.Property):
+        # Only on an element of this pattern: `s.key` raises when s is a string or a list.
+        return isinstance(expr.subject, ast.Variable) and expr.subject.name in elements
+    if isinstance(expr, ast.ListLiteral):
+        return all(_value_cannot_raise(item, elements) for item in expr.items)
+    return False
+
+
+def cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
+    """A boolean condition that cannot raise, whatever the values of ``elements`` (singleton elements).
+
+    Deliberately small (fail closed): AND/OR/XOR/NOT over comparisons, IN a list literal,
+    IS NULL, type and label predicates, on literals, parameters, variables and properties of
+    this pattern's elements. `AND` of a non-boolean raises, so its operands must be conditions.
+    """
+    if isinstance(expr, ast.Literal):
+        return expr.kind in ("boolean", "null")
+    if isinstance(expr, ast.BinaryOp):
+        if expr.op in ("AND", "OR", "XOR"):
+            return cannot_raise(expr.left, elements) and cannot_raise(expr.right, elements)
+        if expr.op in _VALUE_COMPARISONS:
+            return _value_cannot_raise(expr.left, elements) and _value_cannot_raise(expr.right, elements)
+        if expr.op == "IN":  # `x IN 5` raises: the right side must be a list literal
+            operands_safe = _value_cannot_raise(expr.left, elements) and _value_cannot_raise(expr.right, elements)
+            return isinstance(expr.right, ast.ListLiteral) and operands_safe
+        return False
+    if isinstance(expr, ast.UnaryOp):
+        return expr.op.upper() == "NOT" and cannot_raise(expr.operand, elements)
+    if isinstance(expr, ast.IsNull | ast.TypePredicate):
+        return _value_cannot_raise(expr.operand, elements)
+    if isinstance(expr, ast.LabelCheck):
+        return isinstance(expr.subject, ast.Variable) and expr.subject.name in elements
+    return False
+
+
+def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
+    out, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinaryOp) and node.op == "AND":
+            stack.extend([node.right, node.left])
+        else:
+            out.append(node)
+    return out
+
+
+def guard_conjuncts(ctx: Context, where: ast.Expr, guard: str, elements: frozenset[str]) -> None:
+    """Put every conjunct of ``where`` that could raise behind ``guard`` (its value is unchanged where it runs)."""
+    for conjunct in _conjuncts(where):
+        if cannot_raise(conjunct, elements):
+            continue
+        if not guard:
+            raise ScopeUnsupported(
+                f"the condition {ctx.parsed.source(conjunct)!r} could fail on a hidden element and names no "
+                "element of its pattern to check first; move it into the MATCH's WHERE"
+            )
+        region = ctx.balanced(conjunct)
+        ctx.edits.open(region, f"CASE WHEN {guard} THEN (")
+        ctx.edits.close(region, ") ELSE false END")
+
+
+# Kinds of element variables: a single node or relationship, or a list of relationships
+# (`-[r*1..3]-`, `-[r]->{1,3}` outside its own WHERE).
+_NODE, _REL, _RELS = "node", "rel", "rels"
+
+
+def _env(path: ast.Path) -> dict[str, str]:
+    """The element variables ``path`` binds as seen from its own level (not inside quantified groups)."""
+    env: dict[str, str] = {}
+    for element in path.elements:
+        if isinstance(element, ast.NodePattern) and element.variable is not None:
+            env[element.variable.name] = _NODE
+        elif isinstance(element, ast.RelPattern) and element.variable is not None:
+            listed = element.length is not None or element.quantifier is not None
+            env[element.variable.name] = _RELS if listed else _REL
+        elif isinstance(element, ast.QuantifiedPath) and element.quantifier is None:
+            env.update(_env(element.path))  # `((a)-->(b))`: a plain group binds singletons
+    return env
+
+
+def _owner_paths(owner: ast.Node) -> list[ast.Path]:
+    if isinstance(owner, ast.Match | ast.SubqueryExpr):
+        return [part.path for part in owner.patterns]
+    if isinstance(owner, ast.PatternComprehension):
+        return [owner.pattern]
+    return []
+
+
+def _elements_of(owner: ast.Node) -> frozenset[str]:
+    return frozenset(
+        name for path in _owner_paths(owner) for name, kind in _env(path).items() if kind in (_NODE, _REL)
+    )
+
+
+def _visible_element(ctx: Context, name: str, kind: str) -> str:
+    var = quote_name(name)
+    if kind == _NODE:
+        return f"({ctx.predicates.visible(var)})"
+    if kind == _REL:
+        return f"({ctx.predicates.visible_relationship_with_endpoints(var)})"
+    item = f"{GENERATED_PREFIX}e"
+    return f"all({item} IN {var} WHERE {ctx.predicates.visible_relationship_with_endpoints(item)})"
+
+
+def _element_guard(ctx: Context, env: dict[str, str], names: set[str]) -> str:
+    return " AND ".join(_visible_element(ctx, name, env[name]) for name in sorted(names) if name in env)
+
+
+def _referenced(expr: ast.Node) -> set[str]:
+    return {node.name for node in expr.walk() if isinstance(node, ast.Variable)}
+
+
+def _guard_value(ctx: Context, value: ast.Expr, guard: str, elements: frozenset[str]) -> None:
+    """A property-map value that could raise runs only once ``guard`` holds (else null: no match)."""
+    if _value_cannot_raise(value, elements):
+        return
+    if not guard:
+        raise ScopeUnsupported(
+            f"the property value {ctx.parsed.source(value)!r} could fail on a hidden element; "
+            "use a literal or a parameter, or move the condition into the MATCH's WHERE"
+        )
+    region = ctx.balanced(value)
+    ctx.edits.open(region, f"CASE WHEN {guard} THEN (")
+    ctx.edits.close(region, ") ELSE null END")
+
+
+def _guard_element(ctx: Context, element: ast.NodePattern | ast.RelPattern, env: dict[str, str]) -> None:
+    own = {element.variable.name} if element.variable is not None else set()
+    local = dict(env)
+    if isinstance(element, ast.RelPattern) and element.variable is not None and element.length is None:
+        local[element.variable.name] = _REL  # a quantified relationship is a single one in its own WHERE
+    singletons = frozenset(n for n, k in local.items() if k in (_NODE, _REL))
+    if element.where is not None:
+        guard = _element_guard(ctx, local, own | (_referenced(element.where) & set(local)))
+        guard_conjuncts(ctx, element.where, guard, singletons)
+    if isinstance(element.properties, ast.MapLiteral):
+        for entry in element.properties.entries:
+            guard = _element_guard(ctx, local, own | (_referenced(entry.value) & set(local)))
+            _guard_value(ctx, entry.value, guard, singletons)
+
+
+def guard_path_conditions(ctx: Context, path: ast.Path) -> None:
+    """Inline WHEREs, property maps and quantified-path WHEREs inside ``path``, behind their elements' visibility."""
+    env = _env(path)
+    for element in path.elements:
+        if isinstance(element, ast.QuantifiedPath):
+            inner = _env(element.path)
+            if element.where is not None:
+                # Every element of the group is in scope here: check them all, not only those named.
+                singletons = frozenset(n for n, k in inner.items() if k in (_NODE, _REL))
+                guard_conjuncts(ctx, element.where, _element_guard(ctx, inner, set(inner)), singletons)
+            guard_path_conditions(ctx, element.path)
+        else:
+            _guard_element(ctx, element, env)
+
+
 def scope_patterns(ctx: Context) -> None:
-    """Give every pattern a path variable and a visibility condition in its own WHERE."""
-    # Pre-order: outer nodes register their insertions before inner ones (edits.py relies on it).
+    """Give every pattern a path variable and a visibility condition in its own WHERE.
+
+    In the same walk, every agent condition that could raise is put behind the visibility of
+    what it runs on (``guard_conjuncts``, ``guard_path_conditions``). It has to be the same
+    pre-order walk: a guarded conjunct can have the very span of a pattern predicate, and the
+    guard must be registered first to wrap the EXISTS the predicate becomes (edits.py).
+    """
     for node in ctx.parsed.walk():
         if isinstance(node, ast.Match):
             paths = [(_name_part(ctx, part), part.path) for part in node.patterns]
@@ -232,12 +439,18 @@ def scope_patterns(ctx: Context) -> None:
             else:
                 name = ctx.fresh_path()
                 ctx.edits.open(node.pattern, f"{name} = ")
-            _add_condition(ctx, node, node.where, node.pattern.end, _condition(ctx, [(name, node.pattern)]))
+            paths = [(name, node.pattern)]
+            _add_condition(ctx, node, node.where, node.pattern.end, _condition(ctx, paths))
         elif isinstance(node, ast.PatternPredicate):
             # `WHERE (a)-->(b)` is true iff a visible such path exists.
             name = ctx.fresh_path()
             ctx.edits.open(node, f"EXISTS {{ MATCH {name} = ")
             ctx.edits.close(node, f" WHERE {_condition(ctx, [(name, node.pattern.path)])} }}")
+            paths = [(name, node.pattern.path)]
+        else:
+            continue
+        for _, path in paths:
+            guard_path_conditions(ctx, path)
 
 
 PASSES: tuple[Pass, ...] = (refuse_reserved_names, refuse_unscopable, scope_patterns)
