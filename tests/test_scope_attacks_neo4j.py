@@ -329,9 +329,10 @@ def test_returned_paths_hold_only_visible_elements(session: Any) -> None:
 def test_error_oracle_on_a_hidden_value_stays_closed(session: Any, cypher: str) -> None:
     """An agent predicate that fails only on a hidden element would tell the agent it exists.
 
-    Neo4j does not promise the order in which it evaluates ``AND`` operands; on 5.26 the scope
-    predicate is evaluated first, so the hidden b1 never reaches the division. This test is the
-    tripwire if a planner change reorders them (docs/security/scope.md, residual risks).
+    Neo4j does not promise the order in which it evaluates ``AND`` operands, and evaluates a
+    condition on an element inside a pattern as soon as it is bound. The rewrite puts each
+    condition that could raise behind ``CASE WHEN <visible> THEN … ELSE false END``, so the hidden
+    b1 never reaches the division (docs/security/scope.md, the error oracle).
     """
     with pytest.raises(Exception, match="by zero"):
         run(session, cypher)  # the oracle works on the unscoped query

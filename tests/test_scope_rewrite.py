@@ -158,7 +158,7 @@ def test_a_condition_that_cannot_raise_stays_as_written() -> None:
         "b.flag",  # not a boolean: raises
         "b.n IN b.m",  # `x IN 5` raises
         "b.text =~ a.text",  # an invalid regex
-        "all(n IN nodes(p) WHERE n.x > 0)",
+        "all(n IN nodes(p) WHERE 1 / n.x > 0)",
     ],
 )
 def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str) -> None:
@@ -204,3 +204,14 @@ def test_a_condition_inside_a_pattern_with_no_element_to_check_first_is_refused(
     assert decision.parsed is not None, decision.reason
     with pytest.raises(scope.ScopeUnsupported, match="names no element of its pattern"):
         scope.rewrite(decision.parsed, policy=POLICY, tool="analyze")
+
+
+def test_a_safe_all_over_the_patterns_own_path_stays_as_written() -> None:
+    # Left alone so shortestPath can still apply it during its search; a risky one is guarded.
+    safe = "MATCH p = shortestPath((a)-[*..3]-(b)) WHERE all(n IN nodes(p) WHERE n.x > 0) RETURN p"
+    assert "THEN (" not in rewritten(safe)
+    risky = "MATCH p = shortestPath((a)-[*..3]-(b)) WHERE all(n IN nodes(p) WHERE 1 / n.x > 0) RETURN p"
+    assert "THEN (all(n IN nodes(p) WHERE 1 / n.x > 0)) ELSE false END" in rewritten(risky)
+    # nodes() of something that is not this pattern's path could raise (a string): guarded.
+    other = "MATCH (a)-->(b) WITH a, 'x' AS q MATCH (a)-->(c) WHERE all(n IN nodes(q) WHERE n.x > 0) RETURN c"
+    assert "THEN (all(n IN nodes(q)" in rewritten(other)

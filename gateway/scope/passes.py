@@ -221,19 +221,22 @@ def _name_part(ctx: Context, part: ast.PatternPart) -> str:
     return name
 
 
-def _add_condition(ctx: Context, owner: ast.Node, where: ast.Expr | None, after: int, condition: str) -> None:
+def _add_condition(
+    ctx: Context, owner: ast.Node, where: ast.Expr | None, after: int, paths: list[tuple[str, ast.Path]]
+) -> None:
     """AND ``condition`` into ``where``, or add ``WHERE condition`` at offset ``after``.
 
     Each conjunct of the agent's WHERE that could raise is also put behind
     ``condition`` (see ``guard_conjuncts``), so it never runs on a hidden element.
     """
+    condition = _condition(ctx, paths)
     if where is None:
         ctx.edits.close(owner, f" WHERE {condition}", offset=after)
     else:
         region = ctx.region(where)
         ctx.edits.open(region, "(")
         ctx.edits.close(region, f") AND {condition}")
-        guard_conjuncts(ctx, where, condition, _elements_of(owner))
+        guard_conjuncts(ctx, where, condition, _elements_of(owner), frozenset(name for name, _ in paths))
 
 
 def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
@@ -268,18 +271,20 @@ def _value_cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
     return False
 
 
-def cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
+def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str] = frozenset()) -> bool:
     """A boolean condition that cannot raise, whatever the values of ``elements`` (singleton elements).
 
     Deliberately small (fail closed): AND/OR/XOR/NOT over comparisons, IN a list literal,
     IS NULL, type and label predicates, on literals, parameters, variables and properties of
-    this pattern's elements. `AND` of a non-boolean raises, so its operands must be conditions.
+    this pattern's elements; and all/any/none/single over ``nodes(p)``/``relationships(p)`` of one
+    of this pattern's ``paths`` with such a condition (shortestPath can then still apply it during
+    its search). `AND` of a non-boolean raises, so its operands must be conditions.
     """
     if isinstance(expr, ast.Literal):
         return expr.kind in ("boolean", "null")
     if isinstance(expr, ast.BinaryOp):
         if expr.op in ("AND", "OR", "XOR"):
-            return cannot_raise(expr.left, elements) and cannot_raise(expr.right, elements)
+            return cannot_raise(expr.left, elements, paths) and cannot_raise(expr.right, elements, paths)
         if expr.op in _VALUE_COMPARISONS:
             return _value_cannot_raise(expr.left, elements) and _value_cannot_raise(expr.right, elements)
         if expr.op == "IN":  # `x IN 5` raises: the right side must be a list literal
@@ -287,12 +292,24 @@ def cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
             return isinstance(expr.right, ast.ListLiteral) and operands_safe
         return False
     if isinstance(expr, ast.UnaryOp):
-        return expr.op.upper() == "NOT" and cannot_raise(expr.operand, elements)
+        return expr.op.upper() == "NOT" and cannot_raise(expr.operand, elements, paths)
     if isinstance(expr, ast.IsNull | ast.TypePredicate):
         return _value_cannot_raise(expr.operand, elements)
     if isinstance(expr, ast.LabelCheck):
         return isinstance(expr.subject, ast.Variable) and expr.subject.name in elements
+    if isinstance(expr, ast.Quantified) and expr.where is not None and _is_path_elements(expr.source, paths):
+        return cannot_raise(expr.where, elements | {expr.variable.name}, paths)
     return False
+
+
+def _is_path_elements(expr: ast.Expr, paths: frozenset[str]) -> bool:
+    return (
+        isinstance(expr, ast.FunctionCall)
+        and expr.name.lower() in ("nodes", "relationships")
+        and len(expr.args) == 1
+        and isinstance(expr.args[0], ast.Variable)
+        and expr.args[0].name in paths
+    )
 
 
 def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
@@ -306,10 +323,12 @@ def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
     return out
 
 
-def guard_conjuncts(ctx: Context, where: ast.Expr, guard: str, elements: frozenset[str]) -> None:
+def guard_conjuncts(
+    ctx: Context, where: ast.Expr, guard: str, elements: frozenset[str], paths: frozenset[str] = frozenset()
+) -> None:
     """Put every conjunct of ``where`` that could raise behind ``guard`` (its value is unchanged where it runs)."""
     for conjunct in _conjuncts(where):
-        if cannot_raise(conjunct, elements):
+        if cannot_raise(conjunct, elements, paths):
             continue
         if not guard:
             raise ScopeUnsupported(
@@ -427,12 +446,12 @@ def scope_patterns(ctx: Context) -> None:
     for node in ctx.parsed.walk():
         if isinstance(node, ast.Match):
             paths = [(_name_part(ctx, part), part.path) for part in node.patterns]
-            _add_condition(ctx, node, node.where, node.end, _condition(ctx, paths))
+            _add_condition(ctx, node, node.where, node.end, paths)
         elif isinstance(node, ast.SubqueryExpr) and node.body is None:
             # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH p = … }`.
             ctx.edits.open(node, "MATCH ", offset=node.patterns[0].start)
             paths = [(_name_part(ctx, part), part.path) for part in node.patterns]
-            _add_condition(ctx, node, node.where, node.patterns[-1].end, _condition(ctx, paths))
+            _add_condition(ctx, node, node.where, node.patterns[-1].end, paths)
         elif isinstance(node, ast.PatternComprehension):
             if node.path_variable is not None:
                 name = node.path_variable.name
@@ -440,7 +459,7 @@ def scope_patterns(ctx: Context) -> None:
                 name = ctx.fresh_path()
                 ctx.edits.open(node.pattern, f"{name} = ")
             paths = [(name, node.pattern)]
-            _add_condition(ctx, node, node.where, node.pattern.end, _condition(ctx, paths))
+            _add_condition(ctx, node, node.where, node.pattern.end, paths)
         elif isinstance(node, ast.PatternPredicate):
             # `WHERE (a)-->(b)` is true iff a visible such path exists.
             name = ctx.fresh_path()
