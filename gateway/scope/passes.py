@@ -48,7 +48,7 @@ class ScopeUnsupported(Exception):
 
 # Procedures that return names (labels, types, keys), never elements or counts.
 # They reveal that a label exists somewhere, not which element carries it;
-# docs/security/scope.md states this limit.
+# SECURITY.md (Scope) states this limit.
 NAME_ONLY_PROCEDURES: frozenset[str] = frozenset({"db.labels", "db.relationshiptypes", "db.propertykeys"})
 
 # Built-in functions that compute on the values they are given and never fetch
