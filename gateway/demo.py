@@ -123,17 +123,10 @@ class SetupError(Exception):
 
 
 def _connection() -> Neo4jConnection:
-    if os.environ.get("NEO4J_URI"):
-        return Neo4jConnection(
-            uri=os.environ["NEO4J_URI"],
-            user=os.environ.get("NEO4J_USER", "neo4j"),
-            password=os.environ.get("NEO4J_PASSWORD", ""),
-            database=os.environ.get("NEO4J_DATABASE") or None,
-        )
     from gateway import neo4j_local
 
     try:
-        return neo4j_local.start()
+        return neo4j_local.connection_from_env(start_managed=True)
     except neo4j_local.Neo4jSetupError as exc:
         raise SetupError(f"the managed Neo4j could not start: {exc}") from exc
 

@@ -109,6 +109,19 @@ def connection_info() -> Neo4jConnection:
     )
 
 
+def connection_from_env(*, start_managed: bool = False) -> Neo4jConnection:
+    """``NEO4J_URI`` (with ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) when set, else the
+    managed server: started when ``start_managed``, otherwise only read (it need not be running)."""
+    if os.environ.get("NEO4J_URI"):
+        return Neo4jConnection(
+            uri=os.environ["NEO4J_URI"],
+            user=os.environ.get("NEO4J_USER", "neo4j"),
+            password=os.environ.get("NEO4J_PASSWORD", ""),
+            database=os.environ.get("NEO4J_DATABASE") or None,
+        )
+    return start() if start_managed else connection_info()
+
+
 # --- fetch -------------------------------------------------------------------------------------------
 
 

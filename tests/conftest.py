@@ -22,15 +22,8 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 @pytest.fixture(scope="session")
 def neo4j_connection() -> Neo4jConnection:
     """The managed local Neo4j 5.26 (started if it is not running), or NEO4J_URI & co. when set."""
-    if os.environ.get("NEO4J_URI"):
-        return Neo4jConnection(
-            uri=os.environ["NEO4J_URI"],
-            user=os.environ.get("NEO4J_USER", "neo4j"),
-            password=os.environ.get("NEO4J_PASSWORD", ""),
-            database=os.environ.get("NEO4J_DATABASE") or None,
-        )
     try:
-        return neo4j_local.start()
+        return neo4j_local.connection_from_env(start_managed=True)
     except neo4j_local.Neo4jSetupError as exc:
         pytest.fail(f"the real Neo4j is required and could not be started: {exc}", pytrace=False)
 

@@ -89,10 +89,8 @@ def _session(config: pytest.Config) -> Any:
 
 
 def _start() -> Any:
-    import os
-
     from gateway import images, neo4j_local
-    from gateway.mnr.runner import MnrSession, connection_from_env
+    from gateway.mnr.runner import MnrSession
 
-    connection = connection_from_env() if os.environ.get("NEO4J_URI") else neo4j_local.start()
+    connection = neo4j_local.connection_from_env(start_managed=True)
     return MnrSession(connection=connection, image=images.ensure_sandbox_image())

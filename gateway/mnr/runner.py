@@ -10,7 +10,6 @@ queries itself.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -75,16 +74,9 @@ class CaseOutcome(BaseModel):
 
 def connection_from_env() -> Neo4jConnection:
     """NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE when set, else the managed Neo4j."""
-    if os.environ.get("NEO4J_URI"):
-        return Neo4jConnection(
-            uri=os.environ["NEO4J_URI"],
-            user=os.environ.get("NEO4J_USER", "neo4j"),
-            password=os.environ.get("NEO4J_PASSWORD", ""),
-            database=os.environ.get("NEO4J_DATABASE") or None,
-        )
     from gateway import neo4j_local
 
-    return neo4j_local.connection_info()
+    return neo4j_local.connection_from_env()
 
 
 def runner_settings(connection: Neo4jConnection, image: str, pool_size: int = POOL_SIZE) -> Any:
