@@ -335,9 +335,14 @@ def guard_conjuncts(
                 f"the condition {ctx.parsed.source(conjunct)!r} could fail on a hidden element and names no "
                 "element of its pattern to check first; move it into the MATCH's WHERE"
             )
-        region = ctx.balanced(conjunct)
-        ctx.edits.open(region, f"CASE WHEN {guard} THEN (")
-        ctx.edits.close(region, ") ELSE false END")
+        _behind(ctx, conjunct, guard, otherwise="false")
+
+
+def _behind(ctx: Context, expr: ast.Expr, guard: str, *, otherwise: str) -> None:
+    """Wrap ``expr`` as ``CASE WHEN guard THEN (expr) ELSE otherwise END``: evaluated only once guard holds."""
+    region = ctx.balanced(expr)
+    ctx.edits.open(region, f"CASE WHEN {guard} THEN (")
+    ctx.edits.close(region, f") ELSE {otherwise} END")
 
 
 # Kinds of element variables: a single node or relationship, or a list of relationships
@@ -400,9 +405,7 @@ def _guard_value(ctx: Context, value: ast.Expr, guard: str, elements: frozenset[
             f"the property value {ctx.parsed.source(value)!r} could fail on a hidden element; "
             "use a literal or a parameter, or move the condition into the MATCH's WHERE"
         )
-    region = ctx.balanced(value)
-    ctx.edits.open(region, f"CASE WHEN {guard} THEN (")
-    ctx.edits.close(region, ") ELSE null END")
+    _behind(ctx, value, guard, otherwise="null")
 
 
 def _guard_element(ctx: Context, element: ast.NodePattern | ast.RelPattern, env: dict[str, str]) -> None:
