@@ -327,7 +327,7 @@ def test_schema_procedures_list_names_only_hidden_elements_carry(
     gw: Gateway, L: str, procedure: str, hidden_name: str
 ) -> None:
     # The default analyze policy allows these three; the schema tool (Gateway.schema) answers the
-    # same question scoped. SECURITY.md (Scope) lists this as a known limit.
+    # same question scoped. SECURITY.md (layer 2) lists this as a known limit.
     name = hidden_name.format(L=L)
     # Filtered to the one name, so the shared database's other names cannot truncate it away.
     result = gw.run("analyze", f"CALL {procedure} WHERE name = $name RETURN name", {"name": name}, A)

@@ -48,7 +48,7 @@ for d in seed:
         note = f"relabelled from allow: {note}"
     if expect == "deny" and rule is None:
         dec = check(d["query"], {}, "analyze", POL["default"])
-        rule = dec.rule  # reviewed by hand: see SECURITY.md (Static guard)
+        rule = dec.rule  # reviewed by hand: see SECURITY.md (layer 1)
     label = d["label"] if expect == "deny" or d["label"] != "READ" else "READ"
     if d["label"] == "READ" and expect == "deny":
         label = "READ-REFUSED-BY-POLICY" if rule not in ("parse.failed",) else "READ-UNSUPPORTED"
