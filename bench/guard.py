@@ -3,7 +3,7 @@
 Runs the real ``gateway.guard.check`` and, in the same process and run, the
 naive keyword-regex guard a competitor uses, and prints the ratio. With
 ``--graphglot`` it also measures graphglot 0.14.3's parse of the same small
-queries (the numbers in docs/parser-choice.md).
+queries (the numbers in docs/decisions/0001-own-cypher-parser.md).
 
     .venv/bin/python bench/guard.py [--json] [--graphglot]
 """

@@ -224,7 +224,7 @@ def render_conf(*, listen: str, bolt: int, http: int | None) -> str:
         "server.memory.pagecache.size=256m",
         # A server-side ceiling; the sandbox sets the policy's (shorter) timeout per transaction.
         "db.transaction.timeout=60s",
-        # The default is unlimited: one query could exhaust the heap (research.md, family 9).
+        # The default is unlimited: one query could exhaust the heap.
         "db.memory.transaction.max=256m",
         "dbms.memory.transaction.total.max=512m",
         "dbms.security.allow_csv_import_from_file_urls=false",

@@ -50,7 +50,7 @@ def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
     if job.scope is None or not result.ok:
         return result
     try:
-        from sandbox.scope_check import filter_rows  # owned by the scope layer (issue 6)
+        from sandbox.scope_check import filter_rows
     except ImportError:
         # Fail closed: a scoped job must never return rows unchecked.
         return SandboxResult(

@@ -1,6 +1,6 @@
 """Fixtures for the sandbox and runner tests (loaded with ``pytest_plugins``).
 
-Everything here uses the lead's real services: ``neo4j_connection``,
+Everything here uses the real services: ``neo4j_connection``,
 ``neo4j_driver``, ``docker_client`` and ``sandbox_image`` from tests/conftest.py.
 """
 

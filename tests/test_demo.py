@@ -52,7 +52,7 @@ def test_demo_runs_every_step_as_expected(
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     out = done.stdout
     assert "FAIL" not in out and "every step behaved as expected" in out
-    # The steps the issue asks for, each with the layer that decided.
+    # The demo's steps, each with the layer that decided.
     assert "check=failed" in out and "OUTDATED" in out  # exact history with its corrections
     assert "never left Neo4j" in out  # the restricted attempt was hidden by the rewrite
     assert "rule `write.clause`" in out and "rule `param.reserved`" in out and "rule `param.required`" in out

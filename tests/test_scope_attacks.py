@@ -206,7 +206,7 @@ def test_controls_without_the_rewrite_the_attacks_do_leak(sandbox_runner: Sandbo
     assert "hidden-edge-to-b" in column(names)
 
 
-# --- error oracles: LEAKS FOUND (reported to the lead; gateway/scope is not this file's to fix) ---
+# --- error oracles: an agent predicate must never run on a hidden element ---
 #
 # Predicates the agent writes on an element *inside* a pattern (an intermediate node of a
 # fixed-length pattern, the WHERE of a quantified path, the inline WHERE of a quantified
@@ -216,7 +216,7 @@ def test_controls_without_the_rewrite_the_attacks_do_leak(sandbox_runner: Sandbo
 # then reports it: Neo4j's message quotes the value ("Text cannot be parsed to a Date
 # "hidden-b""), and even a generic message would leave a one-bit oracle (error or no error)
 # that reads a hidden property bit by bit. Each case: unscoped it raises (the oracle is real);
-# scoped it must not raise. strict=True: when the rewrite is fixed these turn red, remove the mark.
+# scoped it must not raise.
 
 _DATE_ON_HIDDEN = "CASE WHEN {v}.name = 'hidden-b' THEN date({v}.name) ELSE date('2020-01-01') END IS NOT NULL"
 ORACLES = {
@@ -327,7 +327,7 @@ def test_schema_procedures_list_names_only_hidden_elements_carry(
     gw: Gateway, L: str, procedure: str, hidden_name: str
 ) -> None:
     # The default analyze policy allows these three; the schema tool (Gateway.schema) answers the
-    # same question scoped. SECURITY.md (Scope) lists this as a known limit.
+    # same question scoped. SECURITY.md (layer 2) lists this as a known limit.
     name = hidden_name.format(L=L)
     # Filtered to the one name, so the shared database's other names cannot truncate it away.
     result = gw.run("analyze", f"CALL {procedure} WHERE name = $name RETURN name", {"name": name}, A)

@@ -332,7 +332,7 @@ def test_error_oracle_on_a_hidden_value_stays_closed(session: Any, cypher: str) 
     Neo4j does not promise the order in which it evaluates ``AND`` operands, and evaluates a
     condition on an element inside a pattern as soon as it is bound. The rewrite puts each
     condition that could raise behind ``CASE WHEN <visible> THEN … ELSE false END``, so the hidden
-    b1 never reaches the division (SECURITY.md (Scope), the error oracle).
+    b1 never reaches the division (SECURITY.md layer 2, the error oracle).
     """
     with pytest.raises(Exception, match="by zero"):
         run(session, cypher)  # the oracle works on the unscoped query

@@ -67,7 +67,7 @@ def test_layer2_checks_paths_relationships_and_nested_values(sandbox_runner: San
 
     # An untyped traversal from a: a-g is a bookkeeping edge (SUPERSEDES), dropped by its type.
     # a-b is global but ends at the hidden b; only b's id travels with r, so layer 2 cannot judge
-    # it and keeps the row: a documented limit (SECURITY.md (Scope)), layer 1 is what stops it.
+    # it and keeps the row: a documented limit (SECURITY.md, layer 5); the rewrite is what stops it.
     rels = switched_off.run("analyze", f"MATCH (:{label} {{name: 'a'}})-[r]->() RETURN r.name, r", {}, ALICE)
     assert [row[0] for row in rels.rows] == ["a-b"]
     assert rels.redacted == 1 and rels.degraded == ["scope:redacted"]

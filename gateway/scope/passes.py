@@ -48,7 +48,7 @@ class ScopeUnsupported(Exception):
 
 # Procedures that return names (labels, types, keys), never elements or counts.
 # They reveal that a label exists somewhere, not which element carries it;
-# SECURITY.md (Scope) states this limit.
+# SECURITY.md (layer 2) states this limit.
 NAME_ONLY_PROCEDURES: frozenset[str] = frozenset({"db.labels", "db.relationshiptypes", "db.propertykeys"})
 
 # Built-in functions that compute on the values they are given and never fetch

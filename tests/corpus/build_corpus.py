@@ -27,7 +27,7 @@ relabel = {
     38: ("deny", "procedure.not_allowed", "vector index procedures ignore label filters (scope leak family 11); not on the default allow-list"),
     41: ("deny", "procedure.not_allowed", "dbms.* is never on the default allow-list"),
     82: ("deny", "procedure.not_allowed", "fulltext index procedures ignore label filters; not on the default allow-list"),
-    72: ("deny", "statement.multiple", "the issue requires multiple statements to be rejected, even reads"),
+    72: ("deny", "statement.multiple", "a request holds exactly one statement, even when every statement is a read"),
     85: ("deny", "input.too_large", "200 KB is over max_query_chars (10,000)"),
     86: ("deny", "input.too_deep", "1,000 nested parentheses is over max_nesting_depth (32)"),
     87: ("deny", "input.too_deep", "1,000 nested brackets is over max_nesting_depth (32)"),
@@ -48,7 +48,7 @@ for d in seed:
         note = f"relabelled from allow: {note}"
     if expect == "deny" and rule is None:
         dec = check(d["query"], {}, "analyze", POL["default"])
-        rule = dec.rule  # reviewed by hand: see SECURITY.md (Static guard)
+        rule = dec.rule  # reviewed by hand: see SECURITY.md (layer 1)
     label = d["label"] if expect == "deny" or d["label"] != "READ" else "READ"
     if d["label"] == "READ" and expect == "deny":
         label = "READ-REFUSED-BY-POLICY" if rule not in ("parse.failed",) else "READ-UNSUPPORTED"
@@ -340,10 +340,10 @@ add("MATCH (n) FINISH", "allow", None, label=R, tags=["finish", "policy-variant"
 add("CYPHER runtime=slotted MATCH (n) RETURN n", "deny", "query.option", label="OPTION", tags=["planner-option"])
 add("EXPLAIN CYPHER 5 MATCH (n) RETURN n", "deny", "query.prefix", label="OPTION", tags=["explain"])
 
-# Found by running the corpus through Neo4j 5.26's EXPLAIN: Neo4j decodes \uXXXX before lexing.
+# Neo4j 5.26 decodes \uXXXX before lexing (its EXPLAIN plans these as writes).
 U = "UNICODE-ESCAPE"
 add("RETURN '\\u0027 CREATE (x) //' AS s", "deny", "parse.failed", label=U, tags=["unicode-escape", "string"],
-    note="Neo4j reads '' then a live CREATE; the guard once allowed this (EXPLAIN: 'RETURN can only be used at the end')")
+    note="Neo4j reads '' then a live CREATE (EXPLAIN: 'RETURN can only be used at the end')")
 add("MATCH (n) WHERE n.x = '\\u0027 SET n.pwned = true //' RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "string", "write"])
 add("MATCH (n) // \\u000a SET n.x = 1 RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "line-comment"],
     note="\\u000a ends the // comment in Neo4j")
@@ -363,7 +363,7 @@ for q, tags in [("MATCH (s:Secret) RETURN s", ["denied-label"]), ("MATCH (n) WHE
     add(q, "deny", "label.denied", label=S, tags=tags, policy="permissive", note="the test policy denies label Secret")
 
 add("UNWIND $rows AS row MATCH (n {id: row.id}) RETURN$n, row", "deny", "parse.failed", label="MALFORMED",
-    tags=["dollar-in-identifier"], note="Neo4j reads RETURN$n as one identifier; found by the differential fuzz")
+    tags=["dollar-in-identifier"], note="Neo4j reads RETURN$n as one identifier")
 
 # sanity: every case decides as labelled with the current guard
 bad = []
