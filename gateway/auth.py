@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.errors import SetupError
 from gateway.service import Principal
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class AuthConfigError(Exception):
+class AuthConfigError(SetupError):
     """The tokens file is missing or invalid; the message names the problem (never a token)."""
 
 

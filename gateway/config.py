@@ -27,13 +27,14 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from gateway.errors import SetupError
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH
 
 CONFIG_FILE_ENV = "GATEWAY_CONFIG"
 
 
-class ConfigError(Exception):
+class ConfigError(SetupError):
     """A setting is missing or invalid; the message names it."""
 
 

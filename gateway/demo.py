@@ -38,6 +38,7 @@ import anyio
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from gateway.errors import SetupError
 from gateway.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
 from gateway.policy import load_policy
@@ -116,10 +117,6 @@ class Answer:
 
 
 # --- set-up (harness side, write credentials) ------------------------------------------------------
-
-
-class SetupError(Exception):
-    pass
 
 
 def _connection() -> Neo4jConnection:

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from gateway.errors import SetupError
 from gateway.paths import REPO_ROOT, cache_dir
 
 DOCKER_DIR = REPO_ROOT / "docker"
@@ -31,7 +32,7 @@ IMAGE_PREFIX = "cypher-gateway"
 Variant = Literal["python", "java"]
 
 
-class ImageBuildError(RuntimeError):
+class ImageBuildError(SetupError):
     """An image could not be built; the message carries the failing step's output."""
 
 

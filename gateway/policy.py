@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.errors import SetupError
+
 POLICIES_DIR = Path(__file__).resolve().parent.parent / "policies"
 DEFAULT_POLICY_PATH = POLICIES_DIR / "default.yaml"
 
@@ -134,7 +136,7 @@ class Policy(_Strict):
         return self.tools[name]
 
 
-class PolicyError(Exception):
+class PolicyError(SetupError):
     """A policy file could not be read or is invalid; the message names the problem."""
 
 
