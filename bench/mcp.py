@@ -36,9 +36,10 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 
 from gateway import images, neo4j_local  # noqa: E402
 from gateway.config import load_settings, neo4j_target  # noqa: E402
+from gateway.domain import Principal  # noqa: E402
 from gateway.policy import load_policy  # noqa: E402
 from gateway.runner import RunnerSettings, SandboxRunner  # noqa: E402
-from gateway.service import Gateway, Principal  # noqa: E402
+from gateway.service import Gateway  # noqa: E402
 
 CLI = str(Path(sys.executable).parent / "cypher-gateway")
 REPOSITORY, TASK = "bench/repo", "bench-task"

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from gateway.domain import ToolResult
     from gateway.errors import GatewayError
-    from gateway.service import ToolResult
 
 
 class AuditEvent(BaseModel):

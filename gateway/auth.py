@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.domain import Principal
 from gateway.errors import SetupError
-from gateway.service import Principal
 
 log = logging.getLogger(__name__)
 

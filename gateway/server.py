@@ -21,9 +21,10 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY
+from gateway.domain import CheckResult, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import GatewayError, QueryRejected
 from gateway.policy import Policy
-from gateway.service import CheckResult, Gateway, Principal, SchemaResult, ToolResult, Transport
+from gateway.service import Gateway
 
 CypherText = Annotated[
     str, Field(min_length=1, description="One Cypher read query. Put every literal value in params.")

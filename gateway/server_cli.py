@@ -20,9 +20,10 @@ from typing import Any
 from gateway.audit import AuditLog
 from gateway.auth import AuthConfigError, BearerAuth, TokenTable
 from gateway.config import ConfigError, GatewaySettings, Neo4jTarget, load_settings, neo4j_target
+from gateway.domain import Principal
 from gateway.policy import PolicyError, load_policy
 from gateway.runner import Runner
-from gateway.service import Gateway, Principal
+from gateway.service import Gateway
 
 log = logging.getLogger("gateway.server")
 

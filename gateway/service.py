@@ -9,88 +9,21 @@ the only way a query reaches Neo4j is through a sandbox container.
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from gateway import guard, scope
 from gateway.audit import AuditEvent, AuditLog
+from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
 from gateway.guard.parse import GuardParseError, ParsedQuery
 from gateway.policy import Policy, ToolName
 from gateway.runner import Runner, error_for
-from sandbox.wire import Notification, QueryType, SandboxJob, SandboxResult, ScopeCheck, Truncation
-
-Transport = Literal["stdio", "http", "direct"]
-
-
-class Principal(BaseModel):
-    """Who is asking, and which layers they may see. An empty scope means global-only."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    scope: frozenset[str] = frozenset()
-
-
-class LayerSwitches(BaseModel):
-    """Each layer can be switched off, only so tests can prove every other layer holds alone."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    guard: bool = True
-    scope_rewrite: bool = True
-    explain_check: bool = True
-    result_check: bool = True
-
-
-class ToolResult(BaseModel):
-    """What ``recall`` and ``analyze`` answer (field names are the wire names)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    queryId: str
-    tool: ToolName
-    columns: list[str] = Field(default_factory=list)
-    rows: list[list[Any]] = Field(default_factory=list)
-    rowCount: int = 0
-    bytes: int = 0
-    truncated: bool = False
-    truncation: Truncation | None = None
-    # Empty when every layer ran on its primary path; "<tool>:disabled", "scope:redacted".
-    degraded: list[str] = Field(default_factory=list)
-    redacted: int = 0
-    queryType: QueryType | None = None
-    durationMs: float = 0.0
-    notifications: list[Notification] = Field(default_factory=list)
-
-
-class CheckResult(BaseModel):
-    """The guard's decision without running anything, plus the scoped query a reviewer can read."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    allowed: bool
-    rule: str | None
-    reason: str | None
-    tool: ToolName
-    policy: str
-    rewritten: str | None = None
-
-
-class SchemaResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    labels: list[str] = Field(default_factory=list)
-    relationshipTypes: list[str] = Field(default_factory=list)
-    propertyKeys: list[str] = Field(default_factory=list)
-    truncated: bool = False
-    degraded: list[str] = Field(default_factory=list)
-
+from sandbox.wire import SandboxJob, SandboxResult, ScopeCheck
 
 # The schema tool reads only what the caller can see: plain queries that go through
 # the scope rewrite like any agent query, not db.labels() (which sees everything).
@@ -103,10 +36,6 @@ _SCHEMA_QUERIES: dict[str, str] = {
         "RETURN DISTINCT value ORDER BY value"
     ),
 }
-
-
-def query_hash(cypher: str) -> str:
-    return hashlib.sha256(cypher.encode("utf-8")).hexdigest()[:16]
 
 
 class Gateway:

@@ -27,10 +27,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from gateway.audit import AuditLog
 from gateway.auth import AuthConfigError, TokenEntry, TokenTable, bearer_token
 from gateway.config import GatewaySettings
+from gateway.domain import LayerSwitches, Principal
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.server_cli import http_app
-from gateway.service import Gateway, LayerSwitches, Principal
+from gateway.service import Gateway
 from tests.conftest_server import free_port
 
 GOOD = "good-" + uuid.uuid4().hex

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from gateway.domain import LayerSwitches, Principal
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
-from gateway.service import Gateway, LayerSwitches, Principal
+from gateway.service import Gateway
 from tests.conftest_sandbox import SettingsFactory
 from tests.conftest_scope import leaked_secrets
 

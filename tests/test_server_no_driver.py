@@ -26,7 +26,7 @@ from mcp import Client
 from gateway.config import load_settings
 from gateway.server import build_server, stdio_resolver
 from gateway.server_cli import compose
-from gateway.service import Principal
+from gateway.domain import Principal
 
 settings = load_settings()
 composed = compose(settings)

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from mcp import Client
 
+from gateway.domain import Principal
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
-from gateway.service import Gateway, Principal
+from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 
 P = Principal(name="t", scope=frozenset({"l1"}))

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from gateway.domain import Principal
 from gateway.errors import Neo4jRefused
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
-from gateway.service import Gateway, Principal, withheld_details
+from gateway.service import Gateway, withheld_details
 
 pytest_plugins = ["tests.conftest_sandbox"]
 

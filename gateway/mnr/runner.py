@@ -18,13 +18,14 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.errors import GatewayError, InvalidInput, QueryRejected
 from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.neo4j_local import Neo4jConnection
 from gateway.policy import Policy, load_policy
 from gateway.runner import Runner
-from gateway.service import Gateway, LayerSwitches, Principal, ToolResult
+from gateway.service import Gateway
 
 Status = Literal["passed", "failed", "error"]
 
