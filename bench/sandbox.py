@@ -32,8 +32,7 @@ from gateway import images, neo4j_local
 from gateway.policy import load_policy
 from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
 from gateway.runner.docker_io import FrameReader, raw_socket, sandbox_spec
-from gateway.runner.pool import READY_MARKER
-from sandbox.wire import SandboxJob, SandboxResult
+from sandbox.wire import SANDBOX_READY, SandboxJob, SandboxResult
 
 LIMITS = load_policy().tool("analyze").limits
 
@@ -94,7 +93,7 @@ def cold(runner: SandboxRunner, client: Any, cypher: str) -> float:
         attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         reader = FrameReader(raw_socket(attached))
         container.start()
-        reader.read_until_stderr(READY_MARKER, time.monotonic() + 30)
+        reader.read_until_stderr(SANDBOX_READY.encode(), time.monotonic() + 30)
         reader.sock.sendall(job(cypher).model_dump_json().encode() + b"\n")
         result = SandboxResult.model_validate_json(reader.read_stdout_line(time.monotonic() + 30))
         assert result.ok, result.error

@@ -31,7 +31,7 @@ from gateway.runner.forwarder import Forwarder
 from gateway.runner.jobs import job_for, settings_for
 from gateway.runner.pool import WarmContainer, WarmPool
 from gateway.runner.settings import RunnerSettings
-from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from sandbox.wire import SandboxJob, SandboxResult, failure
 
 __all__ = [
     "Runner",
@@ -213,15 +213,17 @@ class SandboxRunner:
         except TimeoutError:
             with contextlib.suppress(Exception):
                 warm.container.kill()
-            return _failure(job, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed")
+            return failure(
+                job.query_id, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed"
+            )
         except (StreamClosed, OSError):
-            return _failure(job, "sandbox_failed", self._death_reason(warm))
+            return failure(job.query_id, "sandbox_failed", self._death_reason(warm))
         try:
             result = SandboxResult.model_validate_json(line)
         except ValueError:
-            return _failure(job, "internal", "the sandbox's answer did not validate")
+            return failure(job.query_id, "internal", "the sandbox's answer did not validate")
         if result.query_id != job.query_id and result.error is None:
-            return _failure(job, "internal", "the sandbox answered a different job")
+            return failure(job.query_id, "internal", "the sandbox answered a different job")
         return result
 
     def _death_reason(self, warm: WarmContainer) -> str:
@@ -242,10 +244,6 @@ class SandboxRunner:
 
     def forwarder_container_id(self) -> str | None:
         return str(self._forwarder.container.id) if self._forwarder and self._forwarder.container else None
-
-
-def _failure(job: SandboxJob, code: Any, message: str) -> SandboxResult:
-    return SandboxResult(query_id=job.query_id, ok=False, error=SandboxError(code=code, message=message))
 
 
 def _close_quietly(ref: weakref.ReferenceType[SandboxRunner]) -> None:
