@@ -34,9 +34,9 @@ sys.path.insert(0, str(REPO))
 import anyio  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from gateway import images, neo4j_local  # noqa: E402
 from gateway.config import load_settings, neo4j_target  # noqa: E402
 from gateway.domain import Principal  # noqa: E402
+from gateway.ops import images, neo4j_local  # noqa: E402
 from gateway.policy import load_policy  # noqa: E402
 from gateway.runner import RunnerSettings, SandboxRunner  # noqa: E402
 from gateway.service import Gateway  # noqa: E402

@@ -28,7 +28,7 @@ from typing import Any
 import neo4j
 from pydantic import SecretStr
 
-from gateway import images, neo4j_local
+from gateway.ops import images, neo4j_local
 from gateway.policy import load_policy
 from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
 from gateway.runner.docker_io import FrameReader, raw_socket, sandbox_spec

@@ -170,7 +170,7 @@ class Neo4jTarget:
 def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
     """Resolve the configured Neo4j, or the managed local one when no URI is set."""
     if settings.neo4j_uri is None:
-        from gateway import neo4j_local  # lazy: only when the managed server is the target
+        from gateway.ops import neo4j_local  # lazy: only when the managed server is the target
 
         try:
             conn = neo4j_local.connection_info()

@@ -54,7 +54,7 @@ def _reachable(host: str, port: int, timeout: float = 2.0) -> str | None:
 
 
 def _make_runner(settings: GatewaySettings, target: Neo4jTarget) -> Runner:
-    from gateway import images
+    from gateway.ops import images
     from gateway.runner import RunnerSettings, SandboxRunner
 
     return SandboxRunner(

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gateway import images, neo4j_local
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops import images, neo4j_local
+from gateway.ops.neo4j_local import Neo4jConnection
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 

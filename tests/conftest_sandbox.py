@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import pytest
 from pydantic import SecretStr
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import Limits, load_policy
 from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
 from sandbox.wire import SandboxJob

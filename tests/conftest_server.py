@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 
 REPO = Path(__file__).resolve().parent.parent
 GATEWAY_CLI = str(Path(sys.executable).parent / "cypher-gateway")

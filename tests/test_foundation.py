@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway import images, neo4j_local
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops import images, neo4j_local
+from gateway.ops.neo4j_local import Neo4jConnection
 from tests.conftest import docker_run
 
 pytestmark = pytest.mark.integration

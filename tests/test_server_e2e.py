@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import load_policy
 from tests.conftest_server import GATEWAY_CLI, REPO, HttpServer, SeededGraph, server_env
 

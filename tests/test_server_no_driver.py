@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from tests.conftest_server import REPO, SeededGraph, server_env
 
 pytest_plugins = ["tests.conftest_server"]

@@ -44,7 +44,7 @@ def _handle_run(args: argparse.Namespace) -> int:
     from gateway.mnr.cases import SuiteError, discover, load_suite
     from gateway.mnr.report import junit_xml, table
     from gateway.mnr.runner import MnrSession
-    from gateway.neo4j_local import Neo4jSetupError
+    from gateway.ops.neo4j_local import Neo4jSetupError
     from gateway.policy import PolicyError, load_policy
 
     files = discover(list(args.paths))
@@ -70,7 +70,7 @@ def _handle_run(args: argparse.Namespace) -> int:
 def _handle_seed(args: argparse.Namespace) -> int:
     from gateway.mnr.runner import connection_from_env
     from gateway.mnr.seed import MEMORY_FIXTURE, SeedError, seed_memory
-    from gateway.neo4j_local import Neo4jSetupError
+    from gateway.ops.neo4j_local import Neo4jSetupError
 
     try:
         ran = seed_memory(connection_from_env())

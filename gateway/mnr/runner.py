@@ -22,7 +22,7 @@ from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.errors import GatewayError, InvalidInput, QueryRejected
 from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
 from gateway.mnr.match import FixtureElement, Matcher
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import Policy, load_policy
 from gateway.runner import Runner
 from gateway.service import Gateway
@@ -75,7 +75,7 @@ class CaseOutcome(BaseModel):
 
 def connection_from_env() -> Neo4jConnection:
     """NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE when set, else the managed Neo4j."""
-    from gateway import neo4j_local
+    from gateway.ops import neo4j_local
 
     return neo4j_local.connection_from_env()
 
@@ -161,7 +161,7 @@ class MnrSession:
         return self._runner
 
     def _start_runner(self) -> Runner:
-        from gateway import images
+        from gateway.ops import images
         from gateway.runner import SandboxRunner
 
         image = self._image or images.sandbox_image_tag()

@@ -83,7 +83,7 @@ def _neo4j_inputs() -> list[Path]:
         DOCKER_DIR / "neo4j" / "Dockerfile",
         DOCKER_DIR / "neo4j" / "entrypoint.sh",
         DOCKER_DIR / "neo4j" / "pom.xml",
-        REPO_ROOT / "gateway" / "neo4j_local.py",  # render_conf() writes the image's neo4j.conf
+        REPO_ROOT / "gateway" / "ops" / "neo4j_local.py",  # render_conf() writes the image's neo4j.conf
     ]
 
 
@@ -204,7 +204,7 @@ def ensure_sandbox_image() -> str:
 
 
 def ensure_neo4j_image() -> str:
-    from gateway import neo4j_local
+    from gateway.ops import neo4j_local
 
     tag = neo4j_image_tag()
     if image_exists(tag):
