@@ -1,6 +1,6 @@
 """The core: one request's path through every layer, top to bottom.
 
-    guard.check  ->  scope.rewrite  ->  SandboxJob  ->  runner.run  ->  ToolResult
+    guard.check  ->  scope.rewrite  ->  runner.job_for  ->  runner.run  ->  ToolResult
 
 The MCP server, the CLI and the must-not-retrieve runner all call ``Gateway``;
 none of them re-implement a step. Nothing here imports the ``neo4j`` driver:
@@ -22,8 +22,8 @@ from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, 
 from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
 from gateway.guard.parse import GuardParseError, ParsedQuery
 from gateway.policy import Policy, ToolName
-from gateway.runner import Runner, error_for
-from sandbox.wire import SandboxJob, SandboxResult, ScopeCheck
+from gateway.runner import Runner, error_for, job_for
+from sandbox.wire import SandboxResult, ScopeCheck
 
 # The schema tool reads only what the caller can see: plain queries that go through
 # the scope rewrite like any agent query, not db.labels() (which sees everything).
@@ -131,7 +131,11 @@ class Gateway:
         prepared = self._prepare(tool, cypher, params, principal)
         if self.runner is None:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
-        job = self._job(tool, prepared, principal, query_id)
+        job = job_for(
+            self.policy.tool(tool), query_id=query_id, cypher=prepared.cypher, params=prepared.params,
+            result_check=self._result_check(tool, principal), database=self.database,
+            explain_check=self.layers.explain_check,
+        )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job)
         except SandboxUnavailable:
@@ -187,24 +191,14 @@ class Gateway:
         job_params = {**caller_params, self.policy.scope.scope_parameter: sorted(principal.scope)}
         return _Prepared(cypher=text, params=job_params)
 
-    def _job(self, tool: ToolName, prepared: _Prepared, principal: Principal, query_id: str) -> SandboxJob:
-        tool_policy = self.policy.tool(tool)
-        limits = tool_policy.limits
-        scope = (
-            ScopeCheck(
-                layers_property=self.policy.scope.layers_property,
-                layers=sorted(principal.scope),
-                hidden_relationship_types=sorted(self._hidden_names(tool)),
-            )
-            if self.layers.result_check
-            else None
+    def _result_check(self, tool: ToolName, principal: Principal) -> ScopeCheck | None:
+        if not self.layers.result_check:
+            return None
+        return ScopeCheck(
+            layers_property=self.policy.scope.layers_property,
+            layers=sorted(principal.scope),
+            hidden_relationship_types=sorted(self._hidden_names(tool)),
         )
-        return SandboxJob(
-            query_id=query_id, cypher=prepared.cypher, params=prepared.params, database=self.database,
-            timeout_seconds=limits.timeout_seconds, max_rows=limits.max_rows, max_bytes=limits.max_bytes,
-            procedures_allowed=sorted(tool_policy.procedures_allowed), explain_check=self.layers.explain_check,
-            scope=scope,
-        )  # fmt: skip
 
     def _hidden_names(self, tool: ToolName) -> set[str]:
         scope = self.policy.scope

@@ -1,6 +1,7 @@
 """The runner: every approved query runs in a fresh, hardened Docker container, never in-process.
 
-    runner = SandboxRunner(RunnerSettings(image=..., neo4j_host=..., neo4j_port=..., neo4j_password=...))
+    runner = SandboxRunner(settings_for(gateway_settings))
+    job = job_for(tool_policy, query_id=..., cypher=..., params=..., result_check=...)
     result = runner.run(job)          # SandboxResult; raises SandboxUnavailable when no sandbox can run
     error = error_for(result)         # the typed GatewayError for a failed result, or None
 
@@ -28,9 +29,9 @@ from docker.client import DockerClient
 from gateway.errors import GatewayError, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed
 from gateway.runner.forwarder import Forwarder
-from gateway.runner.jobs import job_for, settings_for
+from gateway.runner.jobs import job_for
 from gateway.runner.pool import WarmContainer, WarmPool
-from gateway.runner.settings import RunnerSettings
+from gateway.runner.settings import RunnerSettings, settings_for
 from sandbox.wire import SandboxJob, SandboxResult, failure
 
 __all__ = [
