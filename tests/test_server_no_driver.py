@@ -25,7 +25,7 @@ import json, sys, anyio
 from mcp import Client
 from gateway.config import load_settings
 from gateway.server import build_server, stdio_resolver
-from gateway.server_cli import compose
+from gateway.compose import compose
 from gateway.domain import Principal
 
 settings = load_settings()
