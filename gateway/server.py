@@ -29,6 +29,9 @@ from gateway.service import Gateway
 CypherText = Annotated[
     str, Field(min_length=1, description="One Cypher read query. Put every literal value in params.")
 ]
+# `check` says why for every text, an empty one included (rule input.invalid, as the CLI's
+# `check` answers), rather than failing the call on the schema.
+CheckedText = Annotated[str, Field(description="One Cypher read query. Put every literal value in params.")]
 Params = Annotated[
     dict[str, Any] | None,
     Field(description="Query parameters, referenced as $name in the query. Values are never logged."),
@@ -162,7 +165,7 @@ def build_server(
 
     @server.tool(name="check", description=CHECK_DESCRIPTION, annotations=_READ_ONLY)
     async def check(
-        cypher: CypherText,
+        cypher: CheckedText,
         tool: Annotated[Literal["recall", "analyze"], Field(description="The tool you mean to call.")],
         ctx: Context[Any, Any],
         params: Params = None,

@@ -18,12 +18,13 @@ def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_allowed_query_exit_0_and_one_json_object() -> None:
+def test_allowed_query_exit_0_and_one_json_object_with_the_scoped_query() -> None:
     result = run("check", stdin="MATCH (n) RETURN n LIMIT 1")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {
-        "allowed": True, "rule": None, "reason": None, "tool": "analyze", "policy": "default",
-    }
+    out = json.loads(result.stdout)
+    rewritten = out.pop("rewritten")
+    assert out == {"allowed": True, "rule": None, "reason": None, "tool": "analyze", "policy": "default"}
+    assert rewritten.startswith("MATCH __gw_p1 = (n) WHERE ") and "$__gw_scope" in rewritten
 
 
 def test_rejected_query_exit_3_with_rule_and_reason() -> None:
@@ -32,7 +33,13 @@ def test_rejected_query_exit_3_with_rule_and_reason() -> None:
     out = json.loads(result.stdout)
     assert out["allowed"] is False and out["rule"] == "procedure.not_allowed"
     assert "apoc.periodic.iterate" in out["reason"]
-    assert set(out) == {"allowed", "rule", "reason", "tool", "policy"}
+    assert set(out) == {"allowed", "rule", "reason", "tool", "policy", "rewritten"} and out["rewritten"] is None
+
+
+def test_what_only_the_scope_rewrite_refuses_is_refused() -> None:
+    # The guard alone would allow an unknown function; the gateway refuses it, and so does the CLI.
+    result = run("check", stdin="MATCH (n) RETURN foo.bar(n) AS x")
+    assert result.returncode == 3 and json.loads(result.stdout)["rule"] == "scope.unsupported"
 
 
 def test_params_and_tool_are_applied() -> None:
