@@ -106,9 +106,7 @@ class ReservedParameters(_Strict):
 
     def is_reserved(self, key: str) -> bool:
         lowered = key.lower()
-        return lowered in {k.lower() for k in self.keys} or any(
-            lowered.startswith(p.lower()) for p in self.prefixes
-        )
+        return lowered in {k.lower() for k in self.keys} or any(lowered.startswith(p.lower()) for p in self.prefixes)
 
 
 class Policy(_Strict):

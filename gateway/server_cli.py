@@ -51,7 +51,7 @@ def _serve(args: argparse.Namespace) -> int:
     for problem in composed.problems:
         _say(f"WARNING: {problem}")
     if composed.problems:
-        _say("starting anyway: recall and analyze answer degraded [\"<tool>:disabled\"] and run nothing")
+        _say('starting anyway: recall and analyze answer degraded ["<tool>:disabled"] and run nothing')
     else:
         _say("Neo4j and the sandbox are reachable")
     principal = stdio_principal(settings)

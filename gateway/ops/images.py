@@ -100,9 +100,7 @@ def _docker(*args: str, input_path: Path | None = None, quiet: bool = False) -> 
         raise ImageBuildError("the `docker` CLI is not on PATH; run scripts/ensure-docker.sh")
     stdin = input_path.open("rb") if input_path else None
     try:
-        result = subprocess.run(
-            ["docker", *args], stdin=stdin, capture_output=True, text=True, check=False
-        )
+        result = subprocess.run(["docker", *args], stdin=stdin, capture_output=True, text=True, check=False)
     finally:
         if stdin:
             stdin.close()
@@ -164,7 +162,7 @@ def ensure_base(variant: Variant) -> str:
         if result.returncode != 0:
             raise ImageBuildError(f"debootstrap of the {variant} base failed (see the output above)")
     _say(f"docker import {tarball.name} as {tag}")
-    _docker("import", "--change", "CMD [\"/bin/bash\"]", "-", tag, input_path=tarball)
+    _docker("import", "--change", 'CMD ["/bin/bash"]', "-", tag, input_path=tarball)
     return tag
 
 
