@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args], input=stdin, capture_output=True, text=True, cwd=REPO, timeout=60
-    )
+        [sys.executable, "-m", "gateway.cli", *args], input=stdin, capture_output=True, text=True, cwd=REPO,
+        timeout=60, env=env,
+    )  # fmt: skip
 
 
 def test_allowed_query_exit_0_and_one_json_object_with_the_scoped_query() -> None:
@@ -50,6 +52,15 @@ def test_params_and_tool_are_applied() -> None:
     assert missing.returncode == 3 and json.loads(missing.stdout)["rule"] == "param.required"
     reserved = run("check", "--params", '{"__gw_scope": ["x"]}', stdin="RETURN 1 AS x")
     assert reserved.returncode == 3 and json.loads(reserved.stdout)["rule"] == "param.reserved"
+
+
+def test_check_needs_neither_neo4j_nor_docker() -> None:
+    # A Neo4j URI without its password stops `serve`; no Docker daemon degrades it. `check` runs nothing.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
+    env.update(NEO4J_URI="bolt://127.0.0.1:1", DOCKER_HOST="unix:///nonexistent/docker.sock")
+    result = run("check", stdin="MATCH (n) RETURN n", env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["rewritten"].startswith("MATCH __gw_p1 = (n) WHERE ")
 
 
 @pytest.mark.parametrize("params", ["{", "[1, 2]", '"x"'])
