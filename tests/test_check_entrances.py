@@ -20,7 +20,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
+from mcp.client.client import Client
+from mcp_types import TextContent
 
 from gateway.cli import main
 from gateway.compose import compose, stdio_principal
@@ -73,8 +74,9 @@ def mcp_answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Key, 
                     for case, tool in cases:
                         arguments = {"cypher": case["query"], "tool": tool, "params": case["params"]}
                         result = await client.call_tool("check", arguments)
-                        assert not result.is_error, (case["id"], result.content[0].text)
-                        answers[(case["id"], tool)] = result.content[0].text
+                        text = result.content[0]
+                        assert isinstance(text, TextContent) and not result.is_error, (case["id"], text)
+                        answers[(case["id"], tool)] = text.text
 
             anyio.run(ask)
     yield answers
