@@ -2,7 +2,7 @@
 .PHONY: demo test setup lint
 
 demo: setup
-	.venv/bin/python -m gateway.demo
+	.venv/bin/python -m gateway.ops.demo
 
 test: setup
 	.venv/bin/ruff check

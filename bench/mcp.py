@@ -7,7 +7,8 @@
 2. MCP: starts ``cypher-gateway serve`` (stdio) through the SDK's client and times ``recall``
    calls for 5 rows, measured at the client: JSON-RPC over pipes, guard, scope rewrite, warm
    sandbox, Neo4j, truncation, audit line, and back.
-3. Sandbox only: the same scoped job straight into a ``SandboxRunner`` in this process.
+3. Sandbox only: the same scoped job (built by a Gateway composed as the server composes
+   its own) straight into that Gateway's ``SandboxRunner`` in this process.
 The two phases run one after the other so they do not compete for the CPUs.
 """
 
@@ -32,13 +33,15 @@ REPO = _HERE.parent
 sys.path.insert(0, str(REPO))
 
 import anyio  # noqa: E402
-from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.client import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from gateway import images, neo4j_local  # noqa: E402
-from gateway.config import load_settings, neo4j_target  # noqa: E402
-from gateway.policy import load_policy  # noqa: E402
-from gateway.runner import RunnerSettings, SandboxRunner  # noqa: E402
-from gateway.service import Gateway, Principal  # noqa: E402
+from gateway.compose import compose  # noqa: E402
+from gateway.config import load_settings  # noqa: E402
+from gateway.domain import Principal  # noqa: E402
+from gateway.ops import images, neo4j_local  # noqa: E402
+from gateway.runner import Runner  # noqa: E402
+from sandbox.wire import SandboxJob, SandboxResult  # noqa: E402
 
 CLI = str(Path(sys.executable).parent / "cypher-gateway")
 REPOSITORY, TASK = "bench/repo", "bench-task"
@@ -85,12 +88,13 @@ def bench_mcp(label: str, layer: str, calls: int, image: str, audit: Path) -> di
         async with Client(params, read_timeout_seconds=120) as client:
             for _ in range(3):  # warm-up: the pool fills, code paths load
                 result = await client.call_tool("recall", args)
-                assert not result.is_error, result.content[0].text
+                assert not result.is_error, result.content
             for _ in range(calls):
                 started = time.perf_counter()
                 result = await client.call_tool("recall", args)
                 timings.append((time.perf_counter() - started) * 1000)
-                assert not result.is_error and result.structured_content["rowCount"] == 5, result.content[0].text
+                structured = result.structured_content or {}
+                assert not result.is_error and structured.get("rowCount") == 5, result.content
                 # The pool refills after each one-shot container; pace calls like an agent would.
                 await anyio.sleep(0.3)
 
@@ -98,21 +102,39 @@ def bench_mcp(label: str, layer: str, calls: int, image: str, audit: Path) -> di
     return _stats(timings)
 
 
+class _Recorder:
+    """Hands each job on to the real runner and keeps the last one, so it can be replayed."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.job: SandboxJob | None = None
+
+    def run(self, job: SandboxJob) -> SandboxResult:
+        self.job = job
+        return self.runner.run(job)
+
+    def available(self) -> tuple[bool, str]:
+        return self.runner.available()
+
+    def close(self) -> None:
+        pass
+
+
 def bench_sandbox(label: str, layer: str, calls: int, image: str) -> dict[str, Any]:
-    settings = load_settings()
-    target = neo4j_target(settings)
-    runner = SandboxRunner(RunnerSettings(
-        image=image, pool_size=2, neo4j_host=target.host, neo4j_port=target.port, neo4j_user=target.user,
-        neo4j_password=target.password, database=target.database,
-    ))  # fmt: skip
+    settings = load_settings(sandbox_image=image, pool_size=2)
+    composed = compose(settings, audit=False)
     try:
-        assert runner.wait_ready(90), "the warm pool did not fill"
-        gateway = Gateway(load_policy(), runner, database=target.database)
+        runner = composed.runner
+        assert runner is not None and runner.wait_ready(90), composed.problems or "the warm pool did not fill"
+        # One tool call through a Gateway composed like the server's builds the scoped job; it is then replayed.
+        recorder = _Recorder(runner)
+        gateway = compose(settings, runner=recorder, policy=composed.gateway.policy, audit=False).gateway
         principal = Principal(name="bench", scope=frozenset({layer}))
-        prepared = gateway._prepare("recall", _query(label), {"repository": REPOSITORY, "taskId": TASK}, principal)
+        gateway.run("recall", _query(label), {"repository": REPOSITORY, "taskId": TASK}, principal)
+        assert recorder.job is not None, "the gateway ran no job"
         timings: list[float] = []
         for i in range(calls + 3):
-            job = gateway._job("recall", prepared, principal, uuid.uuid4().hex)
+            job = recorder.job.model_copy(update={"query_id": uuid.uuid4().hex})
             started = time.perf_counter()
             result = runner.run(job)
             elapsed = (time.perf_counter() - started) * 1000
@@ -122,7 +144,7 @@ def bench_sandbox(label: str, layer: str, calls: int, image: str) -> dict[str, A
             time.sleep(0.3)
         return _stats(timings)
     finally:
-        runner.close()
+        composed.close()
 
 
 def main() -> int:

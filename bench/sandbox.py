@@ -26,16 +26,15 @@ import uuid
 from typing import Any
 
 import neo4j
-from pydantic import SecretStr
 
-from gateway import images, neo4j_local
+from gateway.config import connection_settings
+from gateway.ops import images, neo4j_local
 from gateway.policy import load_policy
-from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
+from gateway.runner import SandboxRunner, job_for, remove_leftovers, settings_for
 from gateway.runner.docker_io import FrameReader, raw_socket, sandbox_spec
-from gateway.runner.pool import READY_MARKER
-from sandbox.wire import SandboxJob, SandboxResult
+from sandbox.wire import SANDBOX_READY, SandboxJob, SandboxResult
 
-LIMITS = load_policy().tool("analyze").limits
+ANALYZE = load_policy().tool("analyze")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -58,8 +57,7 @@ def seed(driver: Any, label: str) -> None:
 
 
 def job(cypher: str) -> SandboxJob:
-    return SandboxJob(query_id=uuid.uuid4().hex[:8], cypher=cypher, timeout_seconds=LIMITS.timeout_seconds,
-                      max_rows=LIMITS.max_rows, max_bytes=LIMITS.max_bytes)  # fmt: skip
+    return job_for(ANALYZE, query_id=uuid.uuid4().hex[:8], cypher=cypher, params={}, result_check=None)
 
 
 def direct(driver: Any, cypher: str, explain: bool, database: str | None) -> float:
@@ -94,7 +92,7 @@ def cold(runner: SandboxRunner, client: Any, cypher: str) -> float:
         attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         reader = FrameReader(raw_socket(attached))
         container.start()
-        reader.read_until_stderr(READY_MARKER, time.monotonic() + 30)
+        reader.read_until_stderr(SANDBOX_READY.encode(), time.monotonic() + 30)
         reader.sock.sendall(job(cypher).model_dump_json().encode() + b"\n")
         result = SandboxResult.model_validate_json(reader.read_stdout_line(time.monotonic() + 30))
         assert result.ok, result.error
@@ -157,12 +155,8 @@ def main() -> int:
 
     conn = neo4j_local.start()
     tag = images.ensure_sandbox_image()
-    host_port = conn.uri.rsplit("/", 1)[-1]
-    host, port = host_port.rsplit(":", 1)
-    settings = RunnerSettings(
-        image=tag, pool_size=args.pool_size, start_concurrency=args.start_concurrency, neo4j_host=host,
-        neo4j_port=int(port), neo4j_user=conn.user, neo4j_password=SecretStr(conn.password), database=conn.database,
-    )  # fmt: skip
+    gateway_settings = connection_settings(conn, sandbox_image=tag, pool_size=args.pool_size)
+    settings = settings_for(gateway_settings, start_concurrency=args.start_concurrency)
     label = f"Bench{uuid.uuid4().hex[:8]}"
     cypher = f"MATCH (a:{label})-[:NEXT]->(b) WHERE a.i <= 20 RETURN a.i AS i, b.name AS next ORDER BY i"
     driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password))

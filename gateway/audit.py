@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from gateway.domain import ToolResult
     from gateway.errors import GatewayError
-    from gateway.service import ToolResult
 
 
 class AuditEvent(BaseModel):
@@ -63,9 +63,14 @@ class AuditEvent(BaseModel):
         return self.model_copy(
             update={
                 "decision": "degraded" if any(d.endswith(":disabled") for d in result.degraded) else "answered",
-                "query_type": result.queryType, "rows": result.rowCount, "bytes": result.bytes,
-                "truncated": result.truncated, "truncation": result.truncation, "degraded": result.degraded,
-                "redacted": result.redacted, "duration_ms": _elapsed_ms(started),
+                "query_type": result.queryType,
+                "rows": result.rowCount,
+                "bytes": result.bytes,
+                "truncated": result.truncated,
+                "truncation": result.truncation,
+                "degraded": result.degraded,
+                "redacted": result.redacted,
+                "duration_ms": _elapsed_ms(started),
             }
         )
 
@@ -73,10 +78,11 @@ class AuditEvent(BaseModel):
         return self.model_copy(
             update={
                 "decision": "rejected" if error.code == "rejected" else "error",
-                "rule": getattr(error, "rule", None), "error_code": error.code, "duration_ms": _elapsed_ms(started),
+                "rule": getattr(error, "rule", None),
+                "error_code": error.code,
+                "duration_ms": _elapsed_ms(started),
             }
         )
-
 
     def checked(self, tool: str, allowed: bool, rule: str | None, started: float) -> AuditEvent:
         return self.model_copy(

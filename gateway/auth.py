@@ -29,7 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gateway.service import Principal
+from gateway.domain import Principal
+from gateway.errors import SetupError
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class AuthConfigError(Exception):
+class AuthConfigError(SetupError):
     """The tokens file is missing or invalid; the message names the problem (never a token)."""
 
 

@@ -8,18 +8,15 @@ table of contents.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
-# module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
-_COMMAND_MODULES: tuple[str, ...] = (
-    "gateway.neo4j_local",
-    "gateway.images",
-    "gateway.server_cli",
-    "gateway.policy_cli",
-    "gateway.mnr.cli",
-)
+from gateway import policy_cli, server_cli
+from gateway.mnr import cli as mnr_cli
+from gateway.ops import images, neo4j_local
+
+# In the order `cypher-gateway --help` lists them.
+_COMMANDS = (neo4j_local, images, server_cli, policy_cli, mnr_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,8 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A sandboxed, read-only Cypher analysis gateway for AI agents over Neo4j.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in _COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    for command in _COMMANDS:
+        command.register(subparsers)
     return parser
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -27,13 +27,17 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from gateway.errors import SetupError
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH
+
+if TYPE_CHECKING:
+    from gateway.ops.neo4j_local import Neo4jConnection
 
 CONFIG_FILE_ENV = "GATEWAY_CONFIG"
 
 
-class ConfigError(Exception):
+class ConfigError(SetupError):
     """A setting is missing or invalid; the message names it."""
 
 
@@ -159,8 +163,12 @@ def _describe(exc: ValidationError) -> str:
 class Neo4jTarget:
     """Where the sandbox's forwarder connects. The password stays a SecretStr."""
 
-    def __init__(self, host: str, port: int, user: str, password: SecretStr, database: str | None) -> None:
+    def __init__(
+        self, host: str, port: int, user: str, password: SecretStr, database: str | None, scheme: str = "bolt"
+    ) -> None:
         self.host, self.port, self.user, self.password, self.database = host, port, user, password, database
+        # The URI's scheme: "http" or "https" say how the Query API transport reaches the server.
+        self.scheme = scheme
 
     def __repr__(self) -> str:
         return f"Neo4jTarget(host={self.host!r}, port={self.port}, user={self.user!r}, database={self.database!r})"
@@ -169,7 +177,7 @@ class Neo4jTarget:
 def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
     """Resolve the configured Neo4j, or the managed local one when no URI is set."""
     if settings.neo4j_uri is None:
-        from gateway import neo4j_local  # lazy: only when the managed server is the target
+        from gateway.ops import neo4j_local  # lazy: only when the managed server is the target
 
         try:
             conn = neo4j_local.connection_info()
@@ -184,4 +192,17 @@ def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
         database = settings.neo4j_database
     parts = urlsplit(uri)
     default_port = 443 if parts.scheme == "https" else 7474 if parts.scheme == "http" else 7687
-    return Neo4jTarget(parts.hostname or "127.0.0.1", parts.port or default_port, user, password, database)
+    host, port = parts.hostname or "127.0.0.1", parts.port or default_port
+    return Neo4jTarget(host, port, user, password, database, scheme=parts.scheme)
+
+
+def connection_settings(connection: Neo4jConnection, **overrides: Any) -> GatewaySettings:
+    """Settings aimed at a Neo4j the caller already holds a connection to (harnesses, benchmarks, tests).
+
+    Everything else comes from where ``serve`` reads it (``overrides``, then the environment and the
+    TOML file), so a harness composes its Gateway exactly as the server does.
+    """
+    return load_settings(
+        neo4j_uri=connection.uri, neo4j_user=connection.user, neo4j_password=connection.password,
+        neo4j_database=connection.database, **overrides,
+    )  # fmt: skip

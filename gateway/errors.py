@@ -48,3 +48,7 @@ class SandboxUnavailable(GatewayError):
     """The sandbox cannot run; the tool answers ``degraded: ["<tool>:disabled"]``, never unsandboxed."""
 
     code: ErrorCode = "unavailable"
+
+
+class SetupError(Exception):
+    """Operator-facing: the gateway cannot start or set itself up; the message names the setting/file and the fix."""

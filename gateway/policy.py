@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.errors import SetupError
+
 POLICIES_DIR = Path(__file__).resolve().parent.parent / "policies"
 DEFAULT_POLICY_PATH = POLICIES_DIR / "default.yaml"
 
@@ -104,9 +106,7 @@ class ReservedParameters(_Strict):
 
     def is_reserved(self, key: str) -> bool:
         lowered = key.lower()
-        return lowered in {k.lower() for k in self.keys} or any(
-            lowered.startswith(p.lower()) for p in self.prefixes
-        )
+        return lowered in {k.lower() for k in self.keys} or any(lowered.startswith(p.lower()) for p in self.prefixes)
 
 
 class Policy(_Strict):
@@ -134,7 +134,7 @@ class Policy(_Strict):
         return self.tools[name]
 
 
-class PolicyError(Exception):
+class PolicyError(SetupError):
     """A policy file could not be read or is invalid; the message names the problem."""
 
 

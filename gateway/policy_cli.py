@@ -1,9 +1,11 @@
 """``cypher-gateway check`` and ``cypher-gateway policy show|lint``.
 
 ``check`` is a fixed contract other tooling depends on: one query on stdin,
-one JSON object on stdout
-``{"allowed", "rule", "reason", "tool", "policy"}``; exit 0 allowed, 3 rejected,
-2 usage error (unreadable or invalid policy, bad ``--params`` JSON).
+one JSON object on stdout, the same the MCP ``check`` tool answers
+``{"allowed", "rule", "reason", "tool", "policy", "rewritten"}`` (guard and scope
+rewrite through a composed Gateway; nothing runs, so neither Docker nor Neo4j is
+needed); exit 0 allowed, 3 rejected, 2 usage error (unreadable or invalid policy
+or settings, bad ``--params`` JSON).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from gateway.guard import RULES, check
+from gateway.compose import compose, stdio_principal
+from gateway.config import load_settings
+from gateway.errors import SetupError
+from gateway.guard import RULES
 from gateway.policy import TOOL_NAMES, Policy, PolicyError, load_policy
 
 EXIT_ALLOWED = 0
@@ -24,9 +30,24 @@ EXIT_REJECTED = 3
 # Procedures that read files/URLs, run dynamic Cypher, write or administer; an
 # allow-list naming one of these is almost certainly a mistake.
 _DANGEROUS_PROCEDURE_PREFIXES = (
-    "apoc.load.", "apoc.cypher.", "apoc.periodic.", "apoc.export.", "apoc.import.", "apoc.trigger.",
-    "apoc.create.", "apoc.merge.", "apoc.refactor.", "apoc.custom.", "apoc.do.", "apoc.systemdb.",
-    "dbms.", "tx.", "db.create", "db.clearquerycaches", "db.index.vector.", "db.index.fulltext.",
+    "apoc.load.",
+    "apoc.cypher.",
+    "apoc.periodic.",
+    "apoc.export.",
+    "apoc.import.",
+    "apoc.trigger.",
+    "apoc.create.",
+    "apoc.merge.",
+    "apoc.refactor.",
+    "apoc.custom.",
+    "apoc.do.",
+    "apoc.systemdb.",
+    "dbms.",
+    "tx.",
+    "db.create",
+    "db.clearquerycaches",
+    "db.index.vector.",
+    "db.index.fulltext.",
     "db.schema.",
 )
 
@@ -34,13 +55,19 @@ _DANGEROUS_PROCEDURE_PREFIXES = (
 def register(subparsers: Any) -> None:
     check_parser = subparsers.add_parser(
         "check",
-        help="decide whether one query (read from stdin) may run; prints one JSON object",
-        description="Read one Cypher query from stdin and print the guard's decision as JSON. "
+        help="decide whether one query (read from stdin) may run and show its scoped form; prints one JSON object",
+        description="Read one Cypher query from stdin and print what the MCP check tool answers for it: "
+        "allowed, rule, reason, tool, policy and the rewritten (scoped) query, as one JSON object. Nothing runs. "
         "Exit 0 when allowed, 3 when rejected, 2 on a usage error.",
     )
-    check_parser.add_argument("--policy", metavar="FILE", help="policy file (default: policies/default.yaml)")
+    check_parser.add_argument("--policy", metavar="FILE", help="policy file (default: the settings' policy_file)")
     check_parser.add_argument("--tool", choices=TOOL_NAMES, default="analyze", help="tool whose rules apply")
     check_parser.add_argument("--params", metavar="JSON", default="{}", help="query parameters as a JSON object")
+    check_parser.add_argument("--principal", metavar="NAME",
+                              help="who asks (default: the settings' stdio_principal, `stdio`)")  # fmt: skip
+    check_parser.add_argument("--scope", metavar="LAYERS", help="the caller's layers, comma-separated "
+                              "(default: the settings' stdio_scope; empty means global-only)")  # fmt: skip
+    check_parser.add_argument("--config", type=Path, help="TOML settings file (else $GATEWAY_CONFIG, env, defaults)")
     check_parser.set_defaults(handler=_handle_check)
 
     policy_parser = subparsers.add_parser("policy", help="show or lint a policy file")
@@ -60,29 +87,28 @@ def _usage_error(message: str) -> int:
 
 def _handle_check(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.policy)
-    except PolicyError as exc:
-        return _usage_error(str(exc))
-    try:
         params = json.loads(args.params)
     except json.JSONDecodeError as exc:
         return _usage_error(f"--params is not valid JSON: {exc}")
     if not isinstance(params, dict):
         return _usage_error("--params must be a JSON object")
-    query = sys.stdin.read()
-    decision = check(query, params, args.tool, policy)
-    print(
-        json.dumps(
-            {
-                "allowed": decision.allowed,
-                "rule": decision.rule,
-                "reason": decision.reason,
-                "tool": args.tool,
-                "policy": policy.name,
-            }
-        )
-    )
-    return EXIT_ALLOWED if decision.allowed else EXIT_REJECTED
+    overrides: dict[str, Any] = {}
+    if args.policy is not None:
+        overrides["policy_file"] = args.policy
+    if args.principal is not None:
+        overrides["stdio_principal"] = args.principal
+    if args.scope is not None:
+        overrides["stdio_scope"] = args.scope
+    try:
+        settings = load_settings(args.config, **overrides)
+        # No runner: checking runs nothing. No audit log: this is not an agent's tool call.
+        composed = compose(settings, runner=None, audit=False)
+    except SetupError as exc:
+        return _usage_error(str(exc))
+    result = composed.gateway.check(args.tool, sys.stdin.read(), params, stdio_principal(settings))
+    # The MCP tool's text content, byte for byte.
+    print(json.dumps(result.model_dump(mode="json")))
+    return EXIT_ALLOWED if result.allowed else EXIT_REJECTED
 
 
 def lint_warnings(policy: Policy) -> list[str]:
@@ -92,8 +118,10 @@ def lint_warnings(policy: Policy) -> list[str]:
         tp = policy.tool(tool)
         for proc in sorted(tp.procedures_allowed):
             if proc.lower().startswith(_DANGEROUS_PROCEDURE_PREFIXES):
-                warnings.append(f"tools.{tool}.procedures_allowed: {proc} can read files/URLs, write, "
-                                "run dynamic Cypher, administer or bypass label filters")
+                warnings.append(
+                    f"tools.{tool}.procedures_allowed: {proc} can read files/URLs, write, "
+                    "run dynamic Cypher, administer or bypass label filters"
+                )
         if tp.procedures_allowed and "CALL_PROCEDURE" not in {str(c) for c in tp.allowed_clauses}:
             warnings.append(f"tools.{tool}: procedures are allow-listed but CALL_PROCEDURE is not an allowed clause")
         if tp.limits.allow_unbounded_var_length:
@@ -136,8 +164,15 @@ def render_policy(policy: Policy) -> str:
     row("required parameters", lambda t: t.required_parameters)
     row("denied labels", lambda t: t.denied_labels)
     row("denied relationship types", lambda t: t.denied_relationship_types)
-    for field in ("max_query_chars", "max_nesting_depth", "allow_unbounded_var_length", "max_hops",
-                  "timeout_seconds", "max_rows", "max_bytes"):
+    for field in (
+        "max_query_chars",
+        "max_nesting_depth",
+        "allow_unbounded_var_length",
+        "max_hops",
+        "timeout_seconds",
+        "max_rows",
+        "max_bytes",
+    ):
         row(f"limits.{field}", lambda t, f=field: getattr(t.limits, f))
 
     width0 = max(len(r[0]) for r in rows)

@@ -21,13 +21,17 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY
+from gateway.domain import CheckResult, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import GatewayError, QueryRejected
 from gateway.policy import Policy
-from gateway.service import CheckResult, Gateway, Principal, SchemaResult, ToolResult, Transport
+from gateway.service import Gateway
 
 CypherText = Annotated[
     str, Field(min_length=1, description="One Cypher read query. Put every literal value in params.")
 ]
+# `check` says why for every text, an empty one included (rule input.invalid, as the CLI's
+# `check` answers), rather than failing the call on the schema.
+CheckedText = Annotated[str, Field(description="One Cypher read query. Put every literal value in params.")]
 Params = Annotated[
     dict[str, Any] | None,
     Field(description="Query parameters, referenced as $name in the query. Values are never logged."),
@@ -45,7 +49,6 @@ _QUERY_ADVICE = (
 )
 
 
-
 def recall_description(policy: Policy) -> str:
     """The recall tool's description, naming what the active policy requires of a query."""
     recall = policy.tool("recall")
@@ -61,6 +64,7 @@ def recall_description(policy: Policy) -> str:
         f"under the recall policy ({'; '.join(demands)})." + _QUERY_ADVICE
     )
 
+
 ANALYZE_DESCRIPTION = (
     "Ad-hoc read-only analysis (counting, grouping, traversal) under the analyze policy. "
     "Results are capped (rows and bytes, see `truncated`/`truncation`) and time-limited." + _QUERY_ADVICE
@@ -69,9 +73,7 @@ CHECK_DESCRIPTION = (
     "The guard's decision for a query without running it: allowed, the rule that refused it and why, "
     "and the scoped query that would run. Use it to fix a query before calling recall or analyze."
 )
-SCHEMA_DESCRIPTION = (
-    "Labels, relationship types and property keys your scope lets you see (read through the sandbox)."
-)
+SCHEMA_DESCRIPTION = "Labels, relationship types and property keys your scope lets you see (read through the sandbox)."
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -148,20 +150,20 @@ def build_server(
         return _ok(result)
 
     @server.tool(name="recall", description=recall_description(gateway.policy), annotations=_READ_ONLY)
-    async def recall(cypher: CypherText, ctx: Context[Any, Any], params: Params = None) -> Annotated[
-        CallToolResult, ToolResult
-    ]:
+    async def recall(
+        cypher: CypherText, ctx: Context[Any, Any], params: Params = None
+    ) -> Annotated[CallToolResult, ToolResult]:
         return await _run("recall", cypher, params, ctx)
 
     @server.tool(name="analyze", description=ANALYZE_DESCRIPTION, annotations=_READ_ONLY)
-    async def analyze(cypher: CypherText, ctx: Context[Any, Any], params: Params = None) -> Annotated[
-        CallToolResult, ToolResult
-    ]:
+    async def analyze(
+        cypher: CypherText, ctx: Context[Any, Any], params: Params = None
+    ) -> Annotated[CallToolResult, ToolResult]:
         return await _run("analyze", cypher, params, ctx)
 
     @server.tool(name="check", description=CHECK_DESCRIPTION, annotations=_READ_ONLY)
     async def check(
-        cypher: CypherText,
+        cypher: CheckedText,
         tool: Annotated[Literal["recall", "analyze"], Field(description="The tool you mean to call.")],
         ctx: Context[Any, Any],
         params: Params = None,

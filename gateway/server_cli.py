@@ -1,8 +1,8 @@
 """``cypher-gateway serve`` (stdio or streamable HTTP) and ``cypher-gateway audit tail|summary``.
 
-Composition lives here and only here: settings -> policy -> runner -> audit ->
-Gateway -> MCP server -> transport. Every message goes to stderr: on stdio,
-stdout belongs to the MCP protocol.
+``serve``: settings -> :func:`~gateway.compose.compose` (policy, runner, audit, Gateway)
+-> MCP server -> transport. Every message goes to stderr: on stdio, stdout belongs to
+the MCP protocol.
 """
 
 from __future__ import annotations
@@ -10,93 +10,22 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gateway.audit import AuditLog
-from gateway.auth import AuthConfigError, BearerAuth, TokenTable
-from gateway.config import ConfigError, GatewaySettings, Neo4jTarget, load_settings, neo4j_target
-from gateway.policy import PolicyError, load_policy
-from gateway.runner import Runner
-from gateway.service import Gateway, Principal
+from gateway.auth import BearerAuth, TokenTable
+from gateway.compose import compose, stdio_principal
+from gateway.config import ConfigError, GatewaySettings, load_settings
+from gateway.errors import SetupError
 
 log = logging.getLogger("gateway.server")
 
 
 def _say(message: str) -> None:
     print(f"[cypher-gateway] {message}", file=sys.stderr, flush=True)
-
-
-@dataclass
-class Composed:
-    """A ready Gateway plus what is missing (empty when the sandbox can run)."""
-
-    gateway: Gateway
-    settings: GatewaySettings
-    problems: list[str] = field(default_factory=list)
-
-    def close(self) -> None:
-        if self.gateway.runner is not None:
-            self.gateway.runner.close()
-
-
-def _reachable(host: str, port: int, timeout: float = 2.0) -> str | None:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return None
-    except OSError as exc:
-        return f"Neo4j is not reachable at {host}:{port} ({exc.strerror or exc})"
-
-
-def _make_runner(settings: GatewaySettings, target: Neo4jTarget) -> Runner:
-    from gateway import images
-    from gateway.runner import RunnerSettings, SandboxRunner
-
-    return SandboxRunner(
-        RunnerSettings(
-            image=settings.sandbox_image or images.sandbox_image_tag(),
-            pool_size=settings.pool_size,
-            memory_mb=settings.sandbox_memory_mb,
-            neo4j_host=target.host,
-            neo4j_port=target.port,
-            neo4j_user=target.user,
-            neo4j_password=target.password,
-            database=target.database,
-            transport="query-api" if settings.neo4j_transport == "query-api" else "bolt",
-        )
-    )
-
-
-def compose(settings: GatewaySettings) -> Composed:
-    """Build the Gateway. Bad settings or policy raise; a missing Neo4j or Docker only degrades."""
-    try:
-        policy = load_policy(settings.policy_file)
-    except PolicyError as exc:
-        raise ConfigError(f"policy_file: {exc}") from exc
-    audit = AuditLog(settings.audit_path, include_query_text=settings.audit_query_text)
-    problems: list[str] = []
-    runner: Runner | None = None
-    database: str | None = settings.neo4j_database
-    try:
-        target = neo4j_target(settings)
-        database = target.database
-    except ConfigError as exc:
-        if settings.neo4j_uri is not None:
-            raise  # an explicit but incomplete Neo4j configuration is a start-up error
-        problems.append(str(exc))
-    else:
-        unreachable = _reachable(target.host, target.port)
-        if unreachable:
-            problems.append(unreachable)
-        runner = _make_runner(settings, target)
-        ok, reason = runner.available()
-        if not ok:
-            problems.append(f"the sandbox cannot run: {reason}")
-    return Composed(Gateway(policy, runner, audit, database=database), settings, problems)
 
 
 # --- serve -------------------------------------------------------------------------------------------
@@ -116,22 +45,22 @@ def _serve(args: argparse.Namespace) -> int:
         settings = load_settings(args.config, **overrides)
         tokens = _tokens(settings, args)
         composed = compose(settings)
-    except (ConfigError, AuthConfigError) as exc:
+    except SetupError as exc:
         _say(f"cannot start: {exc}")
         return 2
     for problem in composed.problems:
         _say(f"WARNING: {problem}")
     if composed.problems:
-        _say("starting anyway: recall and analyze answer degraded [\"<tool>:disabled\"] and run nothing")
+        _say('starting anyway: recall and analyze answer degraded ["<tool>:disabled"] and run nothing')
     else:
         _say("Neo4j and the sandbox are reachable")
-    stdio_principal = Principal(name=settings.stdio_principal, scope=frozenset(settings.stdio_scope))
+    principal = stdio_principal(settings)
     try:
         if args.transport == "stdio":
-            server = build_server(composed.gateway, stdio_resolver(stdio_principal), resource_principal=stdio_principal)
+            server = build_server(composed.gateway, stdio_resolver(principal), resource_principal=principal)
             server.run("stdio")
         else:
-            server = build_server(composed.gateway, stdio_resolver(stdio_principal))
+            server = build_server(composed.gateway, stdio_resolver(principal))
             _run_http(server, settings, tokens)
     finally:
         composed.close()

@@ -1,6 +1,6 @@
 """The core: one request's path through every layer, top to bottom.
 
-    guard.check  ->  scope.rewrite  ->  SandboxJob  ->  runner.run  ->  ToolResult
+    guard.check  ->  scope.rewrite  ->  runner.job_for  ->  runner.run  ->  ToolResult
 
 The MCP server, the CLI and the must-not-retrieve runner all call ``Gateway``;
 none of them re-implement a step. Nothing here imports the ``neo4j`` driver:
@@ -9,88 +9,21 @@ the only way a query reaches Neo4j is through a sandbox container.
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from gateway import guard, scope
 from gateway.audit import AuditEvent, AuditLog
+from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
 from gateway.guard.parse import GuardParseError, ParsedQuery
 from gateway.policy import Policy, ToolName
-from gateway.runner import Runner, error_for
-from sandbox.wire import Notification, QueryType, SandboxJob, SandboxResult, ScopeCheck, Truncation
-
-Transport = Literal["stdio", "http", "direct"]
-
-
-class Principal(BaseModel):
-    """Who is asking, and which layers they may see. An empty scope means global-only."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    scope: frozenset[str] = frozenset()
-
-
-class LayerSwitches(BaseModel):
-    """Each layer can be switched off, only so tests can prove every other layer holds alone."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    guard: bool = True
-    scope_rewrite: bool = True
-    explain_check: bool = True
-    result_check: bool = True
-
-
-class ToolResult(BaseModel):
-    """What ``recall`` and ``analyze`` answer (field names are the wire names)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    queryId: str
-    tool: ToolName
-    columns: list[str] = Field(default_factory=list)
-    rows: list[list[Any]] = Field(default_factory=list)
-    rowCount: int = 0
-    bytes: int = 0
-    truncated: bool = False
-    truncation: Truncation | None = None
-    # Empty when every layer ran on its primary path; "<tool>:disabled", "scope:redacted".
-    degraded: list[str] = Field(default_factory=list)
-    redacted: int = 0
-    queryType: QueryType | None = None
-    durationMs: float = 0.0
-    notifications: list[Notification] = Field(default_factory=list)
-
-
-class CheckResult(BaseModel):
-    """The guard's decision without running anything, plus the scoped query a reviewer can read."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    allowed: bool
-    rule: str | None
-    reason: str | None
-    tool: ToolName
-    policy: str
-    rewritten: str | None = None
-
-
-class SchemaResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    labels: list[str] = Field(default_factory=list)
-    relationshipTypes: list[str] = Field(default_factory=list)
-    propertyKeys: list[str] = Field(default_factory=list)
-    truncated: bool = False
-    degraded: list[str] = Field(default_factory=list)
-
+from gateway.runner import Runner, error_for, job_for
+from sandbox.wire import SandboxResult, ScopeCheck
 
 # The schema tool reads only what the caller can see: plain queries that go through
 # the scope rewrite like any agent query, not db.labels() (which sees everything).
@@ -103,10 +36,6 @@ _SCHEMA_QUERIES: dict[str, str] = {
         "RETURN DISTINCT value ORDER BY value"
     ),
 }
-
-
-def query_hash(cypher: str) -> str:
-    return hashlib.sha256(cypher.encode("utf-8")).hexdigest()[:16]
 
 
 class Gateway:
@@ -202,7 +131,11 @@ class Gateway:
         prepared = self._prepare(tool, cypher, params, principal)
         if self.runner is None:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
-        job = self._job(tool, prepared, principal, query_id)
+        job = job_for(
+            self.policy.tool(tool), query_id=query_id, cypher=prepared.cypher, params=prepared.params,
+            result_check=self._result_check(tool, principal), database=self.database,
+            explain_check=self.layers.explain_check,
+        )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job)
         except SandboxUnavailable:
@@ -258,24 +191,14 @@ class Gateway:
         job_params = {**caller_params, self.policy.scope.scope_parameter: sorted(principal.scope)}
         return _Prepared(cypher=text, params=job_params)
 
-    def _job(self, tool: ToolName, prepared: _Prepared, principal: Principal, query_id: str) -> SandboxJob:
-        tool_policy = self.policy.tool(tool)
-        limits = tool_policy.limits
-        scope = (
-            ScopeCheck(
-                layers_property=self.policy.scope.layers_property,
-                layers=sorted(principal.scope),
-                hidden_relationship_types=sorted(self._hidden_names(tool)),
-            )
-            if self.layers.result_check
-            else None
+    def _result_check(self, tool: ToolName, principal: Principal) -> ScopeCheck | None:
+        if not self.layers.result_check:
+            return None
+        return ScopeCheck(
+            layers_property=self.policy.scope.layers_property,
+            layers=sorted(principal.scope),
+            hidden_relationship_types=sorted(self._hidden_names(tool)),
         )
-        return SandboxJob(
-            query_id=query_id, cypher=prepared.cypher, params=prepared.params, database=self.database,
-            timeout_seconds=limits.timeout_seconds, max_rows=limits.max_rows, max_bytes=limits.max_bytes,
-            procedures_allowed=sorted(tool_policy.procedures_allowed), explain_check=self.layers.explain_check,
-            scope=scope,
-        )  # fmt: skip
 
     def _hidden_names(self, tool: ToolName) -> set[str]:
         scope = self.policy.scope

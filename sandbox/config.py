@@ -12,8 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
-ENV_PREFIX = "CGW_"
-SECRET_KEYS = ("CGW_NEO4J_PASSWORD",)
+from sandbox.wire import SandboxEnv
+
+SECRET_KEYS = (SandboxEnv.NEO4J_PASSWORD,)
 
 
 class SandboxConfig(BaseModel):
@@ -33,28 +34,28 @@ class SandboxConfig(BaseModel):
     @model_validator(mode="after")
     def _one_way_out(self) -> SandboxConfig:
         if self.transport == "bolt" and bool(self.neo4j_uri) == bool(self.neo4j_socket):
-            raise ValueError("set exactly one of CGW_NEO4J_URI or CGW_NEO4J_SOCKET")
+            raise ValueError(f"set exactly one of {SandboxEnv.NEO4J_URI} or {SandboxEnv.NEO4J_SOCKET}")
         if self.transport == "query-api" and not self.query_api_url:
-            raise ValueError("the query-api transport needs CGW_QUERY_API_URL")
+            raise ValueError(f"the query-api transport needs {SandboxEnv.QUERY_API_URL}")
         return self
 
     @classmethod
     def from_env(cls) -> SandboxConfig:
         env = os.environ
-        password = env.get("CGW_NEO4J_PASSWORD")
-        password_file = env.get("CGW_NEO4J_PASSWORD_FILE")
+        password = env.get(SandboxEnv.NEO4J_PASSWORD)
+        password_file = env.get(SandboxEnv.NEO4J_PASSWORD_FILE)
         if password is None and password_file:
             with open(password_file, encoding="utf-8") as fh:
                 password = fh.read().strip()
         config = cls(
-            transport=env.get("CGW_TRANSPORT", "bolt"),
-            neo4j_uri=env.get("CGW_NEO4J_URI") or None,
-            neo4j_socket=env.get("CGW_NEO4J_SOCKET") or None,
-            query_api_url=env.get("CGW_QUERY_API_URL") or None,
-            neo4j_user=env.get("CGW_NEO4J_USER", "neo4j"),
+            transport=env.get(SandboxEnv.TRANSPORT, "bolt"),
+            neo4j_uri=env.get(SandboxEnv.NEO4J_URI) or None,
+            neo4j_socket=env.get(SandboxEnv.NEO4J_SOCKET) or None,
+            query_api_url=env.get(SandboxEnv.QUERY_API_URL) or None,
+            neo4j_user=env.get(SandboxEnv.NEO4J_USER, "neo4j"),
             neo4j_password=SecretStr(password or ""),
-            database=env.get("CGW_DATABASE") or None,
-            fetch_size=int(env.get("CGW_FETCH_SIZE", "16")),
+            database=env.get(SandboxEnv.DATABASE) or None,
+            fetch_size=int(env.get(SandboxEnv.FETCH_SIZE, "16")),
         )
         for key in SECRET_KEYS:
             env.pop(key, None)

@@ -17,8 +17,8 @@ import sys
 import threading
 
 from sandbox.pipe import splice
+from sandbox.wire import FORWARDER_READY
 
-READY_LINE = "forwarder: listening"
 # Bounds what a misbehaving sandbox fleet can hold open through us.
 MAX_CONNECTIONS = 128
 
@@ -38,7 +38,7 @@ def serve(listen: str, target: tuple[str, int], connect_timeout: float) -> None:
     os.chmod(listen, 0o660)
     server.listen(64)
     slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-    print(READY_LINE, file=sys.stderr, flush=True)
+    print(FORWARDER_READY, file=sys.stderr, flush=True)
     while True:
         client, _ = server.accept()
         if not slots.acquire(blocking=False):

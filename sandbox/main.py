@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import ValidationError
 
 from sandbox.config import SandboxConfig
-from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from sandbox.scope_check import filter_rows
+from sandbox.wire import SANDBOX_READY, SandboxError, SandboxJob, SandboxResult, failure
 
-READY_LINE = "sandbox: ready"
 # A job is a query (<= the policy's max_query_chars) plus parameters; anything
 # much larger than this is not a job we would run, and reading it would cost memory.
 MAX_JOB_LINE = 4 * 1024 * 1024
@@ -49,24 +49,12 @@ def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
     """Layer 2 of scope: drop rows that carry anything outside the caller's layers."""
     if job.scope is None or not result.ok:
         return result
-    try:
-        from sandbox.scope_check import filter_rows
-    except ImportError:
-        # Fail closed: a scoped job must never return rows unchecked.
-        return SandboxResult(
-            query_id=job.query_id, ok=False,
-            error=SandboxError(code="internal", message="scope check requested but not installed in the sandbox"),
-        )  # fmt: skip
     rows, redacted = filter_rows(result.columns, result.rows, job.scope)
     if not redacted:
         return result
     # The byte count must describe the rows actually returned.
     size = len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     return result.model_copy(update={"rows": rows, "row_count": len(rows), "redacted": redacted, "bytes": size})
-
-
-def _error(query_id: str, code: Any, message: str) -> SandboxResult:
-    return SandboxResult(query_id=query_id, ok=False, error=SandboxError(code=code, message=message))
 
 
 def handle(line: bytes, backend: Backend) -> SandboxResult:
@@ -76,7 +64,7 @@ def handle(line: bytes, backend: Backend) -> SandboxResult:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<job>"
-        return _error("", "invalid_job", f"job did not validate: {where}: {first['msg']}")
+        return failure("", "invalid_job", f"job did not validate: {where}: {first['msg']}")
     if backend.warm_error is not None:
         backend.warm()  # Neo4j may have come up since the container started
         if backend.warm_error is not None:
@@ -84,7 +72,7 @@ def handle(line: bytes, backend: Backend) -> SandboxResult:
     try:
         result = _apply_scope(job, backend.run(job))
     except Exception as exc:  # a bug here must still produce a result line
-        result = _error(job.query_id, "internal", f"{type(exc).__name__}: {exc}")
+        result = failure(job.query_id, "internal", f"{type(exc).__name__}: {exc}")
     return result.model_copy(update={"duration_ms": (time.perf_counter() - started) * 1000})
 
 
@@ -92,14 +80,14 @@ def main() -> int:
     try:
         config = SandboxConfig.from_env()
     except (ValidationError, OSError, ValueError) as exc:
-        sys.stdout.write(_error("", "internal", f"sandbox misconfigured: {exc}").model_dump_json() + "\n")
+        sys.stdout.write(failure("", "internal", f"sandbox misconfigured: {exc}").model_dump_json() + "\n")
         return 2
     backend = _make_backend(config)
     backend.warm()
-    print(READY_LINE, file=sys.stderr, flush=True)
+    print(SANDBOX_READY, file=sys.stderr, flush=True)
     line = sys.stdin.buffer.readline(MAX_JOB_LINE + 1)
     if len(line) > MAX_JOB_LINE:
-        result = _error("", "invalid_job", f"job line longer than {MAX_JOB_LINE} bytes")
+        result = failure("", "invalid_job", f"job line longer than {MAX_JOB_LINE} bytes")
     else:
         result = handle(line, backend)
     sys.stdout.write(result.model_dump_json() + "\n")

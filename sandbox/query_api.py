@@ -28,7 +28,7 @@ from sandbox.explain import (
     check_procedures,
 )
 from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
-from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from sandbox.wire import SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
 
 TYPED_JSON = "application/vnd.neo4j.query"
 # Reading more than this many times the byte limit means the rows cannot fit anyway.
@@ -166,14 +166,14 @@ class QueryApiBackend:
             return SandboxResult(query_id=job.query_id, ok=True, truncated=True, truncation="bytes",
                                  duration_ms=(time.perf_counter() - started) * 1000)  # fmt: skip
         except ExplainRejected as exc:
-            return _failed(job, SandboxError(code="explain_rejected", message=str(exc)))
+            return failure(job.query_id, "explain_rejected", str(exc))
         except _Refused as exc:
-            code = "timeout" if exc.code and "TimedOut" in exc.code else "neo4j_refused"
-            return _failed(job, SandboxError(code=code, message=exc.message, neo4j_code=exc.code))
+            code: SandboxErrorCode = "timeout" if exc.code and "TimedOut" in exc.code else "neo4j_refused"
+            return failure(job.query_id, code, exc.message, exc.code)
         except httpx.TimeoutException:
-            return _failed(job, SandboxError(code="timeout", message="the Query API did not answer in time"))
+            return failure(job.query_id, "timeout", "the Query API did not answer in time")
         except httpx.HTTPError as exc:
-            return _failed(job, SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}"))
+            return failure(job.query_id, "unavailable", f"Neo4j could not be reached: {exc}")
         data = body.get("data") or {}
         collector = RowCollector(job.max_rows, job.max_bytes, convert=from_typed)
         for values in data.get("values") or []:
@@ -194,7 +194,3 @@ class _Refused(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
-
-
-def _failed(job: SandboxJob, error: SandboxError) -> SandboxResult:
-    return SandboxResult(query_id=job.query_id, ok=False, error=error)

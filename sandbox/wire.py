@@ -1,10 +1,13 @@
-"""The wire format between the gateway's runner and the sandbox program.
+"""The container contract between the gateway's runner and the sandbox program.
 
 Shared by both sides, so it must import nothing but pydantic and the standard
-library: the gateway process never imports the ``neo4j`` driver.
+library: the gateway process never imports the ``neo4j`` driver, and nothing
+under ``sandbox/`` imports the gateway.
 
-One job is one JSON line on the container's stdin; one result is one JSON line
-on its stdout.
+The contract: the environment a container is started with (``SandboxEnv``), the
+socket it reaches Neo4j through, the user it runs as, the line each program
+writes to stderr once it is ready, and the wire format. One job is one JSON
+line on the container's stdin; one result is one JSON line on its stdout.
 
 Values in ``rows`` are JSON. Graph and non-JSON Neo4j types are tagged objects
 with a ``"$type"`` key (see ``sandbox/serialize.py``):
@@ -17,11 +20,38 @@ startElementId, endElementId, properties}, ``path`` {nodes, relationships},
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 WIRE_VERSION: Literal[1] = 1
+
+# Written to stderr once a container is ready: the sandbox has imported the driver,
+# connected and authenticated; the forwarder is listening on the socket.
+SANDBOX_READY = "sandbox: ready"
+FORWARDER_READY = "forwarder: listening"
+# The forwarder's Unix socket, on a volume it shares with the sandboxes: their only way out.
+SOCKET_DIR = "/run/cgw"
+SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
+# The unprivileged user (and group) both containers run as; docker/sandbox/Dockerfile creates it.
+SANDBOX_UID = 10001
+ENV_PREFIX = "CGW_"
+
+
+class SandboxEnv(StrEnum):
+    """The environment the runner starts a sandbox with; ``sandbox/config.py`` reads it once."""
+
+    TRANSPORT = "CGW_TRANSPORT"  # "bolt" or "query-api"
+    NEO4J_SOCKET = "CGW_NEO4J_SOCKET"  # the forwarder's socket (in a container)
+    NEO4J_URI = "CGW_NEO4J_URI"  # a direct Bolt URI instead (host-side tests only)
+    QUERY_API_URL = "CGW_QUERY_API_URL"  # the real https://host[:port] TLS is verified against
+    NEO4J_USER = "CGW_NEO4J_USER"
+    NEO4J_PASSWORD = "CGW_NEO4J_PASSWORD"  # noqa: S105 (a variable name) -- removed from the environment once read
+    NEO4J_PASSWORD_FILE = "CGW_NEO4J_PASSWORD_FILE"  # noqa: S105 (a variable name) -- a mounted secret instead
+    DATABASE = "CGW_DATABASE"
+    FETCH_SIZE = "CGW_FETCH_SIZE"
+
 
 Truncation = Literal["rows", "bytes"]
 QueryType = Literal["r", "rw", "w", "s"]
@@ -93,3 +123,10 @@ class SandboxResult(_Wire):
     notifications: list[Notification] = Field(default_factory=list)
     redacted: int = 0
     error: SandboxError | None = None
+
+
+def failure(query_id: str, code: SandboxErrorCode, message: str, neo4j_code: str | None = None) -> SandboxResult:
+    """A result that carries only an error: how either side says a job did not run to the end."""
+    return SandboxResult(
+        query_id=query_id, ok=False, error=SandboxError(code=code, message=message, neo4j_code=neo4j_code)
+    )

@@ -41,11 +41,11 @@ def _usage(message: str) -> int:
 
 def _handle_run(args: argparse.Namespace) -> int:
     # Lazy: `cypher-gateway --help` must not pay for the runner or the driver.
+    from gateway.errors import SetupError
     from gateway.mnr.cases import SuiteError, discover, load_suite
     from gateway.mnr.report import junit_xml, table
     from gateway.mnr.runner import MnrSession
-    from gateway.neo4j_local import Neo4jSetupError
-    from gateway.policy import PolicyError, load_policy
+    from gateway.policy import load_policy
 
     files = discover(list(args.paths))
     if not files:
@@ -53,11 +53,11 @@ def _handle_run(args: argparse.Namespace) -> int:
     try:
         suites = [load_suite(f) for f in files]
         policy = load_policy(args.policy)
-    except (SuiteError, PolicyError) as exc:
+    except (SuiteError, SetupError) as exc:
         return _usage(str(exc))
     try:
         session = MnrSession(policy=policy)
-    except Neo4jSetupError as exc:
+    except SetupError as exc:
         return _usage(str(exc))
     with session:
         outcomes = session.run_suites(suites)
@@ -70,7 +70,7 @@ def _handle_run(args: argparse.Namespace) -> int:
 def _handle_seed(args: argparse.Namespace) -> int:
     from gateway.mnr.runner import connection_from_env
     from gateway.mnr.seed import MEMORY_FIXTURE, SeedError, seed_memory
-    from gateway.neo4j_local import Neo4jSetupError
+    from gateway.ops.neo4j_local import Neo4jSetupError
 
     try:
         ran = seed_memory(connection_from_env())

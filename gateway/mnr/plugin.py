@@ -89,8 +89,8 @@ def _session(config: pytest.Config) -> Any:
 
 
 def _start() -> Any:
-    from gateway import images, neo4j_local
     from gateway.mnr.runner import MnrSession
+    from gateway.ops import images, neo4j_local
 
     connection = neo4j_local.connection_from_env(start_managed=True)
     return MnrSession(connection=connection, image=images.ensure_sandbox_image())

@@ -14,17 +14,19 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.compose import Composed, compose
+from gateway.config import connection_settings
+from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.errors import GatewayError, InvalidInput, QueryRejected
 from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
 from gateway.mnr.match import FixtureElement, Matcher
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import Policy, load_policy
 from gateway.runner import Runner
-from gateway.service import Gateway, LayerSwitches, Principal, ToolResult
+from gateway.service import Gateway
 
 Status = Literal["passed", "failed", "error"]
 
@@ -74,25 +76,9 @@ class CaseOutcome(BaseModel):
 
 def connection_from_env() -> Neo4jConnection:
     """NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE when set, else the managed Neo4j."""
-    from gateway import neo4j_local
+    from gateway.ops import neo4j_local
 
     return neo4j_local.connection_from_env()
-
-
-def runner_settings(connection: Neo4jConnection, image: str, pool_size: int = POOL_SIZE) -> Any:
-    """RunnerSettings for a Bolt Neo4j (the forwarder connects to its host:port)."""
-    from gateway.runner import RunnerSettings
-
-    parts = urlsplit(connection.uri)
-    return RunnerSettings(
-        image=image,
-        pool_size=pool_size,
-        neo4j_host=parts.hostname or "127.0.0.1",
-        neo4j_port=parts.port or 7687,
-        neo4j_user=connection.user,
-        neo4j_password=SecretStr(connection.password),
-        database=connection.database,
-    )
 
 
 class _Unset:
@@ -105,6 +91,8 @@ _UNSET = _Unset()
 class MnrSession:
     """Runs suites against one Neo4j with one shared sandbox pool. Use as a context manager.
 
+    Its Gateways are composed from the gateway's settings aimed at ``connection``, as
+    ``serve`` composes its own (without an audit log: these are not agents' calls).
     ``runner``: leave it out to start a real ``SandboxRunner`` (pool of 2) on first use;
     pass one to share it; pass ``None`` for a gateway without a sandbox (every answer is
     ``<tool>:disabled``). ``layers``: when given, overrides every case's layer switches
@@ -122,15 +110,13 @@ class MnrSession:
         pool_size: int = POOL_SIZE,
     ) -> None:
         self.connection = connection or connection_from_env()
-        self.policy = policy or load_policy()
+        self.settings = connection_settings(self.connection, sandbox_image=image, pool_size=pool_size)
+        self.policy = policy or load_policy(self.settings.policy_file)
         self.layers = layers
-        self._image = image
-        self._pool_size = pool_size
-        self._runner: Runner | None = None
-        self._owns_runner = isinstance(runner, _Unset)
-        self._runner_ready = not self._owns_runner
-        if not isinstance(runner, _Unset):
-            self._runner = runner
+        self._started: Composed | None = None
+        # Started on first use unless one was passed in (a shared runner, or None for no sandbox).
+        self._runner_ready = not isinstance(runner, _Unset)
+        self._runner: Runner | None = None if isinstance(runner, _Unset) else runner
         self._driver: Any = None
         self._gateways: dict[LayerSwitches, Gateway] = {}
         # fixture path -> content hash seeded in this session, and its element index.
@@ -145,8 +131,9 @@ class MnrSession:
         self.close()
 
     def close(self) -> None:
-        if self._owns_runner and self._runner is not None:
-            self._runner.close()
+        if self._started is not None:
+            self._started.close()
+            self._started = None
         self._runner = None
         if self._driver is not None:
             self._driver.close()
@@ -159,23 +146,18 @@ class MnrSession:
             self._runner = self._start_runner()
         return self._runner
 
-    def _start_runner(self) -> Runner:
-        from gateway import images
-        from gateway.runner import SandboxRunner
-
-        image = self._image or images.sandbox_image_tag()
-        runner = SandboxRunner(runner_settings(self.connection, image, self._pool_size))
-        ok, _ = runner.available()
-        if ok:
-            runner.wait_ready(READY_TIMEOUT_SECONDS)
-        return runner
+    def _start_runner(self) -> Runner | None:
+        self._started = compose(self.settings, policy=self.policy, audit=False)
+        if self._started.runner is not None and not self._started.problems:
+            self._started.runner.wait_ready(READY_TIMEOUT_SECONDS)
+        return self._started.runner
 
     def _gateway(self, case: Case) -> Gateway:
         switches = self.layers or LayerSwitches(**(case.layers.model_dump() if case.layers else {}))
         gateway = self._gateways.get(switches)
         if gateway is None:
-            gateway = Gateway(self.policy, self.runner, layers=switches, database=self.connection.database)
-            self._gateways[switches] = gateway
+            composed = compose(self.settings, runner=self.runner, policy=self.policy, layers=switches, audit=False)
+            gateway = self._gateways[switches] = composed.gateway
         return gateway
 
     # --- fixtures ----------------------------------------------------------------------------

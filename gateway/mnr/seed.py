@@ -16,7 +16,7 @@ from typing import Any
 
 from gateway.mnr.cases import FIXTURES_DIR
 from gateway.mnr.match import FixtureElement
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 
 MEMORY_FIXTURE = FIXTURES_DIR / "memory.cypher"
 # A string property shorter than this is too common to identify one element.

@@ -1,6 +1,7 @@
 """The runner: every approved query runs in a fresh, hardened Docker container, never in-process.
 
-    runner = SandboxRunner(RunnerSettings(image=..., neo4j_host=..., neo4j_port=..., neo4j_password=...))
+    runner = SandboxRunner(settings_for(gateway_settings))
+    job = job_for(tool_policy, query_id=..., cypher=..., params=..., result_check=...)
     result = runner.run(job)          # SandboxResult; raises SandboxUnavailable when no sandbox can run
     error = error_for(result)         # the typed GatewayError for a failed result, or None
 
@@ -28,10 +29,10 @@ from docker.client import DockerClient
 from gateway.errors import GatewayError, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed
 from gateway.runner.forwarder import Forwarder
-from gateway.runner.jobs import job_for, settings_for
+from gateway.runner.jobs import job_for
 from gateway.runner.pool import WarmContainer, WarmPool
-from gateway.runner.settings import RunnerSettings
-from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from gateway.runner.settings import RunnerSettings, settings_for
+from sandbox.wire import SandboxJob, SandboxResult, failure
 
 __all__ = [
     "Runner",
@@ -213,15 +214,17 @@ class SandboxRunner:
         except TimeoutError:
             with contextlib.suppress(Exception):
                 warm.container.kill()
-            return _failure(job, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed")
+            return failure(
+                job.query_id, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed"
+            )
         except (StreamClosed, OSError):
-            return _failure(job, "sandbox_failed", self._death_reason(warm))
+            return failure(job.query_id, "sandbox_failed", self._death_reason(warm))
         try:
             result = SandboxResult.model_validate_json(line)
         except ValueError:
-            return _failure(job, "internal", "the sandbox's answer did not validate")
+            return failure(job.query_id, "internal", "the sandbox's answer did not validate")
         if result.query_id != job.query_id and result.error is None:
-            return _failure(job, "internal", "the sandbox answered a different job")
+            return failure(job.query_id, "internal", "the sandbox answered a different job")
         return result
 
     def _death_reason(self, warm: WarmContainer) -> str:
@@ -242,10 +245,6 @@ class SandboxRunner:
 
     def forwarder_container_id(self) -> str | None:
         return str(self._forwarder.container.id) if self._forwarder and self._forwarder.container else None
-
-
-def _failure(job: SandboxJob, code: Any, message: str) -> SandboxResult:
-    return SandboxResult(query_id=job.query_id, ok=False, error=SandboxError(code=code, message=message))
 
 
 def _close_quietly(ref: weakref.ReferenceType[SandboxRunner]) -> None:

@@ -16,10 +16,8 @@ from typing import Any
 from docker.types import Mount
 
 from gateway.runner.settings import RunnerSettings
+from sandbox.wire import SANDBOX_UID, SOCKET_DIR, SOCKET_PATH, SandboxEnv
 
-SANDBOX_UID = "10001:10001"
-SOCKET_DIR = "/run/cgw"
-SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
 LABEL_ROLE = "cypher-gateway.role"
 LABEL_RUNNER = "cypher-gateway.runner"
 # "<hostname>:<pid>" of the process that owns a runner: lets a new runner remove what a
@@ -45,7 +43,7 @@ def hardening(settings: RunnerSettings) -> dict[str, Any]:
         "cap_drop": ["ALL"],
         # Docker's default seccomp profile stays on: we never pass seccomp=unconfined.
         "security_opt": ["no-new-privileges"],
-        "user": SANDBOX_UID,
+        "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
         "pids_limit": settings.pids_limit,
         "mem_limit": f"{settings.memory_mb}m",
         "memswap_limit": f"{settings.memory_mb}m",  # no swap: a memory hog is OOM-killed, not slowed
@@ -58,15 +56,15 @@ def hardening(settings: RunnerSettings) -> dict[str, Any]:
 
 def sandbox_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dict[str, Any]:
     env = {
-        "CGW_TRANSPORT": settings.transport,
-        "CGW_NEO4J_SOCKET": SOCKET_PATH,
-        "CGW_NEO4J_USER": settings.neo4j_user,
-        "CGW_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
+        SandboxEnv.TRANSPORT: settings.transport,
+        SandboxEnv.NEO4J_SOCKET: SOCKET_PATH,
+        SandboxEnv.NEO4J_USER: settings.neo4j_user,
+        SandboxEnv.NEO4J_PASSWORD: settings.neo4j_password.get_secret_value(),
     }
     if settings.database:
-        env["CGW_DATABASE"] = settings.database
+        env[SandboxEnv.DATABASE] = settings.database
     if settings.transport == "query-api":
-        env["CGW_QUERY_API_URL"] = settings.query_api_url()
+        env[SandboxEnv.QUERY_API_URL] = settings.query_api_url()
     return {
         "image": settings.image,
         "stdin_open": True,

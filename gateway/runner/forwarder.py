@@ -13,8 +13,7 @@ from typing import Any
 
 from gateway.runner.docker_io import forwarder_spec, labels
 from gateway.runner.settings import RunnerSettings
-
-READY_LINE = b"forwarder: listening"
+from sandbox.wire import FORWARDER_READY, SANDBOX_UID
 
 
 class Forwarder:
@@ -31,7 +30,11 @@ class Forwarder:
         self.client.volumes.create(
             name=self.volume_name,
             driver="local",
-            driver_opts={"type": "tmpfs", "device": "tmpfs", "o": "uid=10001,gid=10001,mode=0750,size=1m"},
+            driver_opts={
+                "type": "tmpfs",
+                "device": "tmpfs",
+                "o": f"uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0750,size=1m",
+            },
             labels=labels("socket", self.runner_id),
         )
         self._run(timeout)
@@ -50,7 +53,7 @@ class Forwarder:
             self.container.reload()
             if self.container.status not in ("created", "running"):
                 raise RuntimeError(f"the forwarder exited: {self.container.logs(tail=20)!r}")
-            if READY_LINE in self.container.logs():
+            if FORWARDER_READY.encode() in self.container.logs():
                 return
             time.sleep(0.05)
         raise TimeoutError("the forwarder did not start listening in time")

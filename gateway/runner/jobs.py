@@ -1,18 +1,15 @@
-"""Building jobs and settings from the policy and the Neo4j connection facts.
+"""Building the sandbox job: the one place a job is made.
 
 Limits come from the policy and nowhere else: a job's timeout, row and byte
-limits and procedure allow-list are copied from the tool's policy here.
+limits and procedure allow-list are copied from the tool's policy here. The
+query, its parameters and the result check come prepared by the scope step.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlparse
-
-from pydantic import SecretStr
 
 from gateway.policy import ToolPolicy
-from gateway.runner.settings import RunnerSettings
 from sandbox.wire import SandboxJob, ScopeCheck
 
 
@@ -21,48 +18,27 @@ def job_for(
     *,
     query_id: str,
     cypher: str,
-    params: dict[str, Any] | None = None,
+    params: dict[str, Any],
+    result_check: ScopeCheck | None,
     database: str | None = None,
-    scope: ScopeCheck | None = None,
+    explain_check: bool = True,
 ) -> SandboxJob:
-    """The sandbox job for one approved, scope-rewritten query under ``tool``'s policy."""
+    """The sandbox job for one approved query under ``tool``'s policy.
+
+    ``cypher`` and ``params`` are the scoped query and its parameters (the scope parameter
+    injected); ``result_check`` is the caller's scope for the sandbox's own result check,
+    None when that layer is off. ``explain_check`` is off only in tests of the other layers.
+    """
     limits = tool.limits
     return SandboxJob(
         query_id=query_id,
         cypher=cypher,
-        params=params or {},
+        params=params,
         database=database,
         timeout_seconds=limits.timeout_seconds,
         max_rows=limits.max_rows,
         max_bytes=limits.max_bytes,
         procedures_allowed=sorted(tool.procedures_allowed),
-        scope=scope,
-    )
-
-
-def settings_for(
-    *, uri: str, user: str, password: str, database: str | None, image: str, pool_size: int, **extra: Any
-) -> RunnerSettings:
-    """Runner settings from a Bolt URI (``bolt://host:port``) or a Query API URL (``https://host[:port]``)."""
-    parsed = urlparse(uri)
-    if not parsed.hostname:
-        raise ValueError(f"cannot read a host from {uri!r}")
-    if parsed.scheme in ("bolt", "bolt+s", "neo4j", "neo4j+s"):
-        # Always bolt:// inside the sandbox: routing would reveal the cluster's addresses.
-        transport, port, scheme = "bolt", parsed.port or 7687, "https"
-    elif parsed.scheme in ("https", "http"):
-        transport, port, scheme = "query-api", parsed.port or (443 if parsed.scheme == "https" else 7474), parsed.scheme
-    else:
-        raise ValueError(f"unsupported Neo4j URI scheme {parsed.scheme!r}")
-    return RunnerSettings(
-        image=image,
-        pool_size=pool_size,
-        neo4j_host=parsed.hostname,
-        neo4j_port=port,
-        neo4j_user=user,
-        neo4j_password=SecretStr(password),
-        database=database,
-        transport=transport,
-        query_api_scheme=scheme,
-        **extra,
+        explain_check=explain_check,
+        scope=result_check,
     )

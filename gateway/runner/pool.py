@@ -22,9 +22,9 @@ import docker.errors
 
 from gateway.runner.docker_io import FrameReader, raw_socket, sandbox_spec
 from gateway.runner.settings import RunnerSettings
+from sandbox.wire import SANDBOX_READY
 
 log = logging.getLogger(__name__)
-READY_MARKER = b"sandbox: ready"
 
 
 @dataclass
@@ -85,7 +85,7 @@ class WarmPool:
             attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             reader = FrameReader(raw_socket(attached))
             container.start()
-            reader.read_until_stderr(READY_MARKER, time.monotonic() + self.settings.ready_timeout_seconds)
+            reader.read_until_stderr(SANDBOX_READY.encode(), time.monotonic() + self.settings.ready_timeout_seconds)
             warm = WarmContainer(container, attached, reader, time.monotonic())
             with self._lock:
                 if self._closed:

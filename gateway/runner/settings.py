@@ -1,11 +1,19 @@
-"""Runner configuration: one explicit object, passed in (never read from globals)."""
+"""Runner configuration: one explicit object, passed in (never read from globals), made one way.
+
+``settings_for`` turns the gateway's settings into ``RunnerSettings`` for ``serve``, the
+must-not-retrieve runner, the benchmarks and the tests alike, so the path the tests run
+is the one production runs.
+"""
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from gateway.config import GatewaySettings, Neo4jTarget, neo4j_target
+from gateway.ops.images import sandbox_image_tag
 
 
 class RunnerSettings(BaseModel):
@@ -58,3 +66,26 @@ class RunnerSettings(BaseModel):
 
     def query_api_url(self) -> str:
         return f"{self.query_api_scheme}://{self.neo4j_host}:{self.neo4j_port}"
+
+
+def settings_for(settings: GatewaySettings, target: Neo4jTarget | None = None, **overrides: Any) -> RunnerSettings:
+    """The runner settings ``settings`` describe; ``target`` is where Neo4j is (resolved when not given).
+
+    ``overrides`` set what the gateway's settings do not carry (pool timing, hardening limits,
+    the Docker host, the forwarder's network): tests and benchmarks only. Raises ``ConfigError``
+    when no Neo4j is configured and the managed one is not set up.
+    """
+    target = target or neo4j_target(settings)
+    fields: dict[str, Any] = {
+        "image": settings.sandbox_image or sandbox_image_tag(),
+        "pool_size": settings.pool_size,
+        "memory_mb": settings.sandbox_memory_mb,
+        "neo4j_host": target.host,
+        "neo4j_port": target.port,
+        "neo4j_user": target.user,
+        "neo4j_password": target.password,
+        "database": target.database,
+        "transport": settings.neo4j_transport,
+        "query_api_scheme": "http" if target.scheme == "http" else "https",
+    }
+    return RunnerSettings(**{**fields, **overrides})

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gateway import images, neo4j_local
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops import images, neo4j_local
+from gateway.ops.neo4j_local import Neo4jConnection
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -33,9 +33,7 @@ def neo4j_driver(neo4j_connection: Neo4jConnection) -> Iterator[Any]:
     """A direct driver with write rights, for seeding and checking only (never for agent queries)."""
     import neo4j
 
-    driver = neo4j.GraphDatabase.driver(
-        neo4j_connection.uri, auth=(neo4j_connection.user, neo4j_connection.password)
-    )
+    driver = neo4j.GraphDatabase.driver(neo4j_connection.uri, auth=(neo4j_connection.user, neo4j_connection.password))
     yield driver
     driver.close()
 

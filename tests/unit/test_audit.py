@@ -10,9 +10,10 @@ import pytest
 
 from gateway.audit import AuditLog
 from gateway.cli import main
+from gateway.domain import LayerSwitches, Principal
 from gateway.errors import SandboxUnavailable
 from gateway.policy import load_policy
-from gateway.service import Gateway, LayerSwitches, Principal
+from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
 
 SECRET_VALUE = "param-value-that-must-not-be-logged"

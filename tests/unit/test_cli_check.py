@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,18 +13,20 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args], input=stdin, capture_output=True, text=True, cwd=REPO, timeout=60
-    )
+        [sys.executable, "-m", "gateway.cli", *args], input=stdin, capture_output=True, text=True, cwd=REPO,
+        timeout=60, env=env,
+    )  # fmt: skip
 
 
-def test_allowed_query_exit_0_and_one_json_object() -> None:
+def test_allowed_query_exit_0_and_one_json_object_with_the_scoped_query() -> None:
     result = run("check", stdin="MATCH (n) RETURN n LIMIT 1")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {
-        "allowed": True, "rule": None, "reason": None, "tool": "analyze", "policy": "default",
-    }
+    out = json.loads(result.stdout)
+    rewritten = out.pop("rewritten")
+    assert out == {"allowed": True, "rule": None, "reason": None, "tool": "analyze", "policy": "default"}
+    assert rewritten.startswith("MATCH __gw_p1 = (n) WHERE ") and "$__gw_scope" in rewritten
 
 
 def test_rejected_query_exit_3_with_rule_and_reason() -> None:
@@ -32,7 +35,13 @@ def test_rejected_query_exit_3_with_rule_and_reason() -> None:
     out = json.loads(result.stdout)
     assert out["allowed"] is False and out["rule"] == "procedure.not_allowed"
     assert "apoc.periodic.iterate" in out["reason"]
-    assert set(out) == {"allowed", "rule", "reason", "tool", "policy"}
+    assert set(out) == {"allowed", "rule", "reason", "tool", "policy", "rewritten"} and out["rewritten"] is None
+
+
+def test_what_only_the_scope_rewrite_refuses_is_refused() -> None:
+    # The guard alone would allow an unknown function; the gateway refuses it, and so does the CLI.
+    result = run("check", stdin="MATCH (n) RETURN foo.bar(n) AS x")
+    assert result.returncode == 3 and json.loads(result.stdout)["rule"] == "scope.unsupported"
 
 
 def test_params_and_tool_are_applied() -> None:
@@ -45,7 +54,16 @@ def test_params_and_tool_are_applied() -> None:
     assert reserved.returncode == 3 and json.loads(reserved.stdout)["rule"] == "param.reserved"
 
 
-@pytest.mark.parametrize("params", ["{", "[1, 2]", "\"x\""])
+def test_check_needs_neither_neo4j_nor_docker() -> None:
+    # A Neo4j URI without its password stops `serve`; no Docker daemon degrades it. `check` runs nothing.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
+    env.update(NEO4J_URI="bolt://127.0.0.1:1", DOCKER_HOST="unix:///nonexistent/docker.sock")
+    result = run("check", stdin="MATCH (n) RETURN n", env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["rewritten"].startswith("MATCH __gw_p1 = (n) WHERE ")
+
+
+@pytest.mark.parametrize("params", ["{", "[1, 2]", '"x"'])
 def test_bad_params_exit_2(params: str) -> None:
     result = run("check", "--params", params, stdin="RETURN 1")
     assert result.returncode == 2 and result.stdout == "" and "params" in result.stderr

@@ -27,10 +27,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from gateway.audit import AuditLog
 from gateway.auth import AuthConfigError, TokenEntry, TokenTable, bearer_token
 from gateway.config import GatewaySettings
+from gateway.domain import LayerSwitches, Principal
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.server_cli import http_app
-from gateway.service import Gateway, LayerSwitches, Principal
+from gateway.service import Gateway
 from tests.conftest_server import free_port
 
 GOOD = "good-" + uuid.uuid4().hex
@@ -80,9 +81,10 @@ def served(tmp_path: Path) -> Iterator[Served]:
 def _call(url: str, token: str | None, tool: str, args: dict[str, Any]) -> Any:
     async def go() -> Any:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        async with create_mcp_http_client(headers=headers) as http, Client(
-            streamable_http_client(url, http_client=http)
-        ) as client:
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
             return await client.call_tool(tool, args)
 
     return anyio.run(go)

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from gateway.domain import LayerSwitches, Principal
 from gateway.errors import InvalidInput, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
 from gateway.policy import load_policy
-from gateway.service import Gateway, LayerSwitches, Principal
+from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 
 POLICY = load_policy()

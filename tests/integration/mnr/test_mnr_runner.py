@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from gateway.domain import LayerSwitches
 from gateway.mnr.cases import Suite, load_suite
 from gateway.mnr.runner import CaseOutcome, MnrSession
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner
-from gateway.service import LayerSwitches
 
 pytest_plugins = ["tests.conftest_sandbox"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.demo import Step, render
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.demo import Step, render
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
 
 
@@ -39,7 +39,7 @@ def _section(report: str, title: str) -> str:
 
 def _demo(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway.demo", *args],
+        [sys.executable, "-m", "gateway.ops.demo", *args],
         env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
 

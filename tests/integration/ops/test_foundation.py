@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway import images, neo4j_local
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops import images, neo4j_local
+from gateway.ops.neo4j_local import Neo4jConnection
 from tests.conftest import docker_run
 
 pytestmark = pytest.mark.integration
@@ -24,9 +24,7 @@ print(json.dumps({"c": c}))
 """
 
 
-def test_count_through_a_sandbox_image_container_to_a_neo4j_container(
-    sandbox_image: str, neo4j_image: str
-) -> None:
+def test_count_through_a_sandbox_image_container_to_a_neo4j_container(sandbox_image: str, neo4j_image: str) -> None:
     """MATCH (n) RETURN count(n) from inside a sandbox-image container, against a fresh Neo4j
     container on a private Docker network, so the expected count is exact."""
     from testcontainers.community.neo4j import Neo4jContainer

@@ -12,60 +12,40 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 import pytest
-from pydantic import SecretStr
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.config import GatewaySettings, connection_settings
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import Limits, load_policy
-from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
+from gateway.runner import RunnerSettings, SandboxRunner, job_for, remove_leftovers, settings_for
 from sandbox.wire import SandboxJob
 
-LIMITS: Limits = load_policy().tool("analyze").limits
-ALLOWED_PROCEDURES = sorted(load_policy().tool("analyze").procedures_allowed)
+ANALYZE = load_policy().tool("analyze")
+LIMITS: Limits = ANALYZE.limits
 
 
 def make_job(cypher: str, **overrides: Any) -> SandboxJob:
-    """A job as the gateway would build it, with the default policy's limits."""
-    fields: dict[str, Any] = {
-        "query_id": uuid.uuid4().hex[:8],
-        "cypher": cypher,
-        "timeout_seconds": LIMITS.timeout_seconds,
-        "max_rows": LIMITS.max_rows,
-        "max_bytes": LIMITS.max_bytes,
-        "procedures_allowed": ALLOWED_PROCEDURES,
-        "database": None,
-    }
-    fields.update(overrides)
-    return SandboxJob(**fields)
-
-
-def bolt_host_port(connection: Neo4jConnection) -> tuple[str, int]:
-    parsed = urlparse(connection.uri)
-    assert parsed.hostname and parsed.port, f"cannot read host:port from {connection.uri}"
-    return parsed.hostname, parsed.port
+    """A job as the gateway builds it (the default policy's analyze limits, no result check)."""
+    job = job_for(ANALYZE, query_id=uuid.uuid4().hex[:8], cypher=cypher, params={}, result_check=None)
+    return SandboxJob.model_validate({**job.model_dump(), **overrides})
 
 
 SettingsFactory = Callable[..., RunnerSettings]
 
 
 @pytest.fixture(scope="session")
-def runner_settings(neo4j_connection: Neo4jConnection, sandbox_image: str) -> SettingsFactory:
-    host, port = bolt_host_port(neo4j_connection)
+def gateway_settings(neo4j_connection: Neo4jConnection, sandbox_image: str) -> GatewaySettings:
+    """The gateway's settings aimed at the test Neo4j and sandbox image (as `serve` would read them)."""
+    return connection_settings(neo4j_connection, sandbox_image=sandbox_image, pool_size=2)
+
+
+@pytest.fixture(scope="session")
+def runner_settings(gateway_settings: GatewaySettings) -> SettingsFactory:
+    """RunnerSettings made the way `serve` makes them; ``overrides`` set what a test varies."""
 
     def build(**overrides: Any) -> RunnerSettings:
-        fields: dict[str, Any] = {
-            "image": sandbox_image,
-            "pool_size": 2,
-            "neo4j_host": host,
-            "neo4j_port": port,
-            "neo4j_user": neo4j_connection.user,
-            "neo4j_password": SecretStr(neo4j_connection.password),
-            "database": neo4j_connection.database,
-        }
-        fields.update(overrides)
-        return RunnerSettings(**fields)
+        return settings_for(gateway_settings, **overrides)
 
     return build
 

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from gateway.runner import SandboxRunner
-from gateway.runner.docker_io import SOCKET_DIR, SOCKET_PATH, sandbox_spec
+from gateway.runner.docker_io import sandbox_spec
+from sandbox.wire import SOCKET_DIR, SOCKET_PATH
 
 pytest_plugins = ["tests.conftest_sandbox"]
 pytestmark = pytest.mark.integration

@@ -11,9 +11,9 @@ import uuid
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
-from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
+from gateway.config import load_settings
+from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import sandbox_spec
 from tests.conftest_sandbox import make_job
 from tests.test_network import _run_probe
@@ -32,10 +32,11 @@ def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_ima
         ) as neo4j_container:
             with neo4j_container.get_driver() as driver:
                 driver.execute_query("UNWIND range(1, 23) AS i CREATE (:Seed {i: i})")
-            settings = RunnerSettings(
-                image=sandbox_image, pool_size=1, neo4j_host="neo4j", neo4j_port=7687,
-                neo4j_password=SecretStr("container-pw"), database="neo4j", forwarder_network=network.name,
+            gateway_settings = load_settings(
+                neo4j_uri="bolt://neo4j:7687", neo4j_password="container-pw", neo4j_database="neo4j",
+                sandbox_image=sandbox_image, pool_size=1,
             )  # fmt: skip
+            settings = settings_for(gateway_settings, forwarder_network=network.name)
             runner = SandboxRunner(settings)
             try:
                 assert runner.wait_ready(60), runner.available()

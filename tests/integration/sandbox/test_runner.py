@@ -127,20 +127,27 @@ def test_a_huge_value_is_truncated_inside_the_memory_limit(sandbox_runner: Sandb
     assert result.truncated and result.truncation == "bytes" and result.rows == []
 
 
-def test_jobs_and_settings_come_from_the_policy_and_the_uri() -> None:
+def test_jobs_and_settings_come_from_the_policy_and_the_settings() -> None:
+    from gateway.config import load_settings
     from gateway.policy import load_policy
     from gateway.runner import job_for, settings_for
 
     tool = load_policy().tool("analyze")
-    job = job_for(tool, query_id="q", cypher="RETURN 1")
+    job = job_for(tool, query_id="q", cypher="RETURN 1", params={}, result_check=None)
     assert (job.timeout_seconds, job.max_rows, job.max_bytes) == (
         tool.limits.timeout_seconds, tool.limits.max_rows, tool.limits.max_bytes,
     )  # fmt: skip
     assert job.procedures_allowed == sorted(tool.procedures_allowed) and job.explain_check
-    bolt = settings_for(uri="neo4j://db.internal:7690", user="u", password="p", database=None, image="i", pool_size=1)
-    assert (bolt.transport, bolt.neo4j_host, bolt.neo4j_port) == ("bolt", "db.internal", 7690)
-    hosted = settings_for(uri="https://abc.databases.neo4j.io", user="u", password="p", database="neo4j",
-                          image="i", pool_size=1)  # fmt: skip
+    unchecked = job_for(tool, query_id="q", cypher="RETURN 1", params={}, result_check=None, explain_check=False)
+    assert not unchecked.explain_check
+    bolt = settings_for(load_settings(neo4j_uri="neo4j://db.internal:7690", neo4j_user="u", neo4j_password="p",
+                                      neo4j_database=None, sandbox_image="i", pool_size=1))  # fmt: skip
+    assert (bolt.transport, bolt.neo4j_host, bolt.neo4j_port, bolt.image, bolt.pool_size) == (
+        "bolt", "db.internal", 7690, "i", 1,
+    )  # fmt: skip
+    hosted = settings_for(load_settings(neo4j_uri="https://abc.databases.neo4j.io", neo4j_transport="query-api",
+                                        neo4j_user="u", neo4j_password="p", neo4j_database="neo4j",
+                                        sandbox_image="i", pool_size=1))  # fmt: skip
     assert (hosted.transport, hosted.neo4j_port, hosted.query_api_url()) == (
         "query-api", 443, "https://abc.databases.neo4j.io:443",
     )  # fmt: skip

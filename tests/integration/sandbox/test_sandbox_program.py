@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from sandbox.bolt import BoltBackend
 from sandbox.config import SandboxConfig
 from sandbox.main import handle

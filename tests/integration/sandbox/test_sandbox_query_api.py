@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers
 from sandbox.config import SandboxConfig
 from sandbox.query_api import build_request, from_typed

@@ -1,4 +1,4 @@
-"""Scope through the product path: Gateway -> real Docker sandbox -> real Neo4j.
+"""Scope through the product path: a composed Gateway -> real Docker sandbox -> real Neo4j.
 
 Layer 1 alone (the rewrite) returns nothing hidden and redacts nothing; with the
 rewrite switched off, layer 2 alone (the sandbox's result check) drops every
@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from gateway.policy import load_policy
+from gateway.compose import compose
+from gateway.config import GatewaySettings
+from gateway.domain import LayerSwitches, Principal
 from gateway.runner import SandboxRunner
-from gateway.service import Gateway, LayerSwitches, Principal
-from tests.conftest_sandbox import SettingsFactory
+from gateway.service import Gateway
 from tests.conftest_scope import leaked_secrets
 
 pytest_plugins = ["tests.conftest_sandbox", "tests.conftest_scope"]
@@ -32,19 +33,24 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def runner(runner_settings: SettingsFactory, docker_client: Any) -> Iterator[SandboxRunner]:
-    pool = SandboxRunner(runner_settings())
-    ok, reason = pool.available()
-    assert ok, f"the sandbox runner could not start: {reason}"
-    assert pool.wait_ready(90), "the warm pool did not fill within 90 s"
-    yield pool
-    pool.close()
+def runner(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[SandboxRunner]:
+    composed = compose(gateway_settings, audit=False)
+    assert composed.problems == [] and composed.runner is not None, composed.problems
+    assert composed.runner.wait_ready(90), "the warm pool did not fill within 90 s"
+    yield composed.runner
+    composed.close()
+
+
+def gateway(settings: GatewaySettings, runner: SandboxRunner, layers: LayerSwitches | None = None) -> Gateway:
+    """A Gateway composed as `serve` composes it, sharing the module's runner."""
+    return compose(settings, runner=runner, layers=layers, audit=False).gateway
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_layer_one_alone_returns_nothing_hidden(scope_graph: Any, runner: SandboxRunner, query: str) -> None:
-    gateway = Gateway(load_policy(), runner, layers=LayerSwitches(result_check=False))
-    result = gateway.run("analyze", query, {}, AGENT_A)
+def test_layer_one_alone_returns_nothing_hidden(
+    scope_graph: Any, gateway_settings: GatewaySettings, runner: SandboxRunner, query: str
+) -> None:
+    result = gateway(gateway_settings, runner, LayerSwitches(result_check=False)).run("analyze", query, {}, AGENT_A)
     assert result.rows, "the scoped query returned nothing at all"
     assert leaked_secrets(result.rows, "SECRET-B") == []
     assert result.redacted == 0 and "scope:redacted" not in result.degraded
@@ -52,23 +58,24 @@ def test_layer_one_alone_returns_nothing_hidden(scope_graph: Any, runner: Sandbo
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_layer_two_alone_drops_what_the_rewrite_was_switched_off_for(
-    scope_graph: Any, runner: SandboxRunner, query: str
+    scope_graph: Any, gateway_settings: GatewaySettings, runner: SandboxRunner, query: str
 ) -> None:
-    bare = Gateway(load_policy(), runner, layers=LayerSwitches(scope_rewrite=False, result_check=False))
+    bare = gateway(gateway_settings, runner, LayerSwitches(scope_rewrite=False, result_check=False))
     assert leaked_secrets(bare.run("analyze", query, {}, AGENT_A).rows, "SECRET-B"), "nothing to catch"
-    gateway = Gateway(load_policy(), runner, layers=LayerSwitches(scope_rewrite=False))
-    result = gateway.run("analyze", query, {}, AGENT_A)
+    result = gateway(gateway_settings, runner, LayerSwitches(scope_rewrite=False)).run("analyze", query, {}, AGENT_A)
     assert leaked_secrets(result.rows, "SECRET-B") == []
     assert result.redacted > 0 and result.degraded == ["scope:redacted"]
 
 
-def test_an_empty_scope_sees_only_global_elements_through_the_sandbox(scope_graph: Any, runner: SandboxRunner) -> None:
+def test_an_empty_scope_sees_only_global_elements_through_the_sandbox(
+    scope_graph: Any, gateway_settings: GatewaySettings, runner: SandboxRunner
+) -> None:
     query = "MATCH (f:Fact:ScopeFixture) RETURN f.id ORDER BY f.id"
-    result = Gateway(load_policy(), runner).run("analyze", query, {}, NOBODY)
+    result = gateway(gateway_settings, runner).run("analyze", query, {}, NOBODY)
     assert result.rows == [["fact-g1"], ["fact-g2"]]
 
 
-def test_check_shows_the_rewritten_query(runner: SandboxRunner) -> None:
-    checked = Gateway(load_policy(), runner).check("analyze", "MATCH (n:Secret) RETURN count(n)", {}, AGENT_A)
+def test_check_shows_the_rewritten_query(gateway_settings: GatewaySettings, runner: SandboxRunner) -> None:
+    checked = gateway(gateway_settings, runner).check("analyze", "MATCH (n:Secret) RETURN count(n)", {}, AGENT_A)
     assert checked.allowed and checked.rewritten is not None
     assert checked.rewritten.startswith("MATCH __gw_p1 = (n:Secret) WHERE ") and "$__gw_scope" in checked.rewritten

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
-from gateway.service import Gateway, LayerSwitches, Principal, ToolResult
+from gateway.service import Gateway
 
 pytest_plugins = ["tests.conftest_sandbox"]
 pytestmark = pytest.mark.integration

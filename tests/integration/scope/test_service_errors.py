@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from gateway.domain import Principal
 from gateway.errors import Neo4jRefused
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
-from gateway.service import Gateway, Principal, withheld_details
+from gateway.service import Gateway, withheld_details
 
 pytest_plugins = ["tests.conftest_sandbox"]
 
@@ -44,9 +45,7 @@ def dated(neo4j_driver: Any) -> Iterator[str]:
 
 
 @pytest.mark.integration
-def test_a_runtime_error_through_the_real_sandbox_quotes_no_value(
-    sandbox_runner: SandboxRunner, dated: str
-) -> None:
+def test_a_runtime_error_through_the_real_sandbox_quotes_no_value(sandbox_runner: SandboxRunner, dated: str) -> None:
     gateway = Gateway(load_policy(), sandbox_runner)
     with pytest.raises(Neo4jRefused) as refused:
         gateway.run("analyze", f"MATCH (n:`{dated}`) RETURN date(n.text) AS d", {}, Principal(name="t"))

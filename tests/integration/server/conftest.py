@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 
 REPO = Path(__file__).resolve().parent.parent
 GATEWAY_CLI = str(Path(sys.executable).parent / "cypher-gateway")
@@ -56,12 +56,18 @@ def seeded_graph(neo4j_driver: Any) -> Iterator[SeededGraph]:
         session.run(
             f"UNWIND range(1, $n) AS i CREATE (:{graph.label} {{i: i, kind: 'fact', repository: $repo,"
             " taskId: $task, text: 'fact ' + toString(i), layers: [$layer]})",
-            n=graph.many, repo=graph.repository, task=graph.task_id, layer=graph.layer,
+            n=graph.many,
+            repo=graph.repository,
+            task=graph.task_id,
+            layer=graph.layer,
         ).consume()
         session.run(
             f"UNWIND range(1, $n) AS i CREATE (:{graph.label} {{i: 1000 + i, kind: 'blob', repository: $repo,"
             " taskId: $task, blob: $blob, layers: [$layer]})",
-            n=graph.blobs, repo=graph.repository, task=graph.task_id, layer=graph.layer,
+            n=graph.blobs,
+            repo=graph.repository,
+            task=graph.task_id,
+            layer=graph.layer,
             blob="x" * graph.blob_chars,
         ).consume()
     yield graph

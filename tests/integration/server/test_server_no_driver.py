@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.ops.neo4j_local import Neo4jConnection
 from tests.conftest_server import REPO, SeededGraph, server_env
 
 pytest_plugins = ["tests.conftest_server"]
@@ -25,8 +25,8 @@ import json, sys, anyio
 from mcp import Client
 from gateway.config import load_settings
 from gateway.server import build_server, stdio_resolver
-from gateway.server_cli import compose
-from gateway.service import Principal
+from gateway.compose import compose
+from gateway.domain import Principal
 
 settings = load_settings()
 composed = compose(settings)

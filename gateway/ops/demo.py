@@ -1,6 +1,6 @@
 """``make demo``: a scripted agent session through the real MCP server, with a readable report.
 
-    .venv/bin/python -m gateway.demo
+    .venv/bin/python -m gateway.ops.demo
 
 What it does, top to bottom:
 
@@ -38,7 +38,8 @@ import anyio
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from gateway.neo4j_local import Neo4jConnection
+from gateway.errors import SetupError
+from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
 from gateway.policy import load_policy
 
@@ -118,12 +119,8 @@ class Answer:
 # --- set-up (harness side, write credentials) ------------------------------------------------------
 
 
-class SetupError(Exception):
-    pass
-
-
 def _connection() -> Neo4jConnection:
-    from gateway import neo4j_local
+    from gateway.ops import neo4j_local
 
     try:
         return neo4j_local.connection_from_env(start_managed=True)
@@ -132,7 +129,7 @@ def _connection() -> Neo4jConnection:
 
 
 def _sandbox_image() -> str:
-    from gateway import images
+    from gateway.ops import images
 
     try:
         return images.ensure_sandbox_image()
@@ -469,7 +466,7 @@ def render(steps: Sequence[Step], elapsed: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gateway.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gateway.ops.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, help="keep the audit log and server stderr here (default: a temp dir)")
     args = parser.parse_args(argv)
     started = time.monotonic()

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from gateway.errors import SetupError
 from gateway.paths import REPO_ROOT, cache_dir
 
 DOCKER_DIR = REPO_ROOT / "docker"
@@ -31,7 +32,7 @@ IMAGE_PREFIX = "cypher-gateway"
 Variant = Literal["python", "java"]
 
 
-class ImageBuildError(RuntimeError):
+class ImageBuildError(SetupError):
     """An image could not be built; the message carries the failing step's output."""
 
 
@@ -82,7 +83,7 @@ def _neo4j_inputs() -> list[Path]:
         DOCKER_DIR / "neo4j" / "Dockerfile",
         DOCKER_DIR / "neo4j" / "entrypoint.sh",
         DOCKER_DIR / "neo4j" / "pom.xml",
-        REPO_ROOT / "gateway" / "neo4j_local.py",  # render_conf() writes the image's neo4j.conf
+        REPO_ROOT / "gateway" / "ops" / "neo4j_local.py",  # render_conf() writes the image's neo4j.conf
     ]
 
 
@@ -99,9 +100,7 @@ def _docker(*args: str, input_path: Path | None = None, quiet: bool = False) -> 
         raise ImageBuildError("the `docker` CLI is not on PATH; run scripts/ensure-docker.sh")
     stdin = input_path.open("rb") if input_path else None
     try:
-        result = subprocess.run(
-            ["docker", *args], stdin=stdin, capture_output=True, text=True, check=False
-        )
+        result = subprocess.run(["docker", *args], stdin=stdin, capture_output=True, text=True, check=False)
     finally:
         if stdin:
             stdin.close()
@@ -163,7 +162,7 @@ def ensure_base(variant: Variant) -> str:
         if result.returncode != 0:
             raise ImageBuildError(f"debootstrap of the {variant} base failed (see the output above)")
     _say(f"docker import {tarball.name} as {tag}")
-    _docker("import", "--change", "CMD [\"/bin/bash\"]", "-", tag, input_path=tarball)
+    _docker("import", "--change", 'CMD ["/bin/bash"]', "-", tag, input_path=tarball)
     return tag
 
 
@@ -203,7 +202,7 @@ def ensure_sandbox_image() -> str:
 
 
 def ensure_neo4j_image() -> str:
-    from gateway import neo4j_local
+    from gateway.ops import neo4j_local
 
     tag = neo4j_image_tag()
     if image_exists(tag):

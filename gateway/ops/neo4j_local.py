@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from gateway.errors import SetupError
 from gateway.paths import REPO_ROOT, cache_dir, state_dir
 
 POM_PATH = REPO_ROOT / "docker" / "neo4j" / "pom.xml"
@@ -54,7 +55,7 @@ class Neo4jConnection(BaseModel):
     __str__ = __repr__
 
 
-class Neo4jSetupError(RuntimeError):
+class Neo4jSetupError(SetupError):
     """The managed Neo4j could not be fetched, configured or started; the message says why."""
 
 

@@ -1,0 +1,106 @@
+"""Composition, in one place: settings -> policy -> runner -> audit -> Gateway.
+
+Every entrance builds its Gateway here: ``cypher-gateway serve``, ``cypher-gateway check``
+(with no sandbox: it runs nothing), the must-not-retrieve runner, the benchmarks and the
+test fixtures, so what the tests exercise is what production runs. Bad settings or a bad
+policy raise (a :class:`~gateway.errors.SetupError`); a Neo4j or Docker that is missing
+only degrades: queries answer ``degraded: ["<tool>:disabled"]`` and ``problems`` says why.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gateway.audit import AuditLog
+from gateway.config import ConfigError, GatewaySettings, neo4j_target
+from gateway.domain import LayerSwitches, Principal
+from gateway.policy import Policy, PolicyError, load_policy
+from gateway.runner import Runner, SandboxRunner, settings_for
+from gateway.service import Gateway
+
+# compose(runner=START): start a sandbox runner from the settings.
+START: Literal["start"] = "start"
+
+
+@dataclass
+class Composed:
+    """A ready Gateway, what is missing (empty when the sandbox can run), and the runner it started."""
+
+    gateway: Gateway
+    settings: GatewaySettings
+    problems: list[str] = field(default_factory=list)
+    # The runner compose started: close() stops it. A runner passed in stays its owner's.
+    runner: SandboxRunner | None = None
+
+    def close(self) -> None:
+        if self.runner is not None:
+            self.runner.close()
+
+
+def compose(
+    settings: GatewaySettings,
+    *,
+    runner: Runner | Literal["start"] | None = START,
+    policy: Policy | None = None,
+    layers: LayerSwitches | None = None,
+    audit: bool = True,
+) -> Composed:
+    """Build the Gateway ``settings`` describe.
+
+    ``runner``: start one from the settings (the default), share one already running, or
+    None for no sandbox at all (``check`` then needs neither Docker nor Neo4j). ``policy``:
+    one already loaded, else ``settings.policy_file`` is loaded here. ``layers``: switch
+    layers off (tests only). ``audit=False``: no audit log (harnesses and the CLI's ``check``,
+    which are not agents' tool calls).
+    """
+    if policy is None:
+        try:
+            policy = load_policy(settings.policy_file)
+        except PolicyError as exc:
+            raise ConfigError(f"policy_file: {exc}") from exc
+    audit_log = AuditLog(settings.audit_path, include_query_text=settings.audit_query_text) if audit else None
+    problems: list[str] = []
+    database = settings.neo4j_database
+    started: SandboxRunner | None = None
+    if runner == START:
+        started, database, problems = _start_runner(settings)
+        runner = started
+    elif runner is not None:
+        ok, reason = runner.available()
+        if not ok:
+            problems.append(f"the sandbox cannot run: {reason}")
+    gateway = Gateway(policy, runner, audit_log, layers=layers, database=database)
+    return Composed(gateway, settings, problems, started)
+
+
+def stdio_principal(settings: GatewaySettings) -> Principal:
+    """The one local agent that launched the process (stdio), and the CLI's default caller."""
+    return Principal(name=settings.stdio_principal, scope=frozenset(settings.stdio_scope))
+
+
+def _start_runner(settings: GatewaySettings) -> tuple[SandboxRunner | None, str | None, list[str]]:
+    try:
+        target = neo4j_target(settings)
+    except ConfigError as exc:
+        if settings.neo4j_uri is not None:
+            raise  # an explicit but incomplete Neo4j configuration is a start-up error
+        return None, settings.neo4j_database, [str(exc)]
+    problems: list[str] = []
+    unreachable = _unreachable(target.host, target.port)
+    if unreachable:
+        problems.append(unreachable)
+    runner = SandboxRunner(settings_for(settings, target))
+    ok, reason = runner.available()
+    if not ok:
+        problems.append(f"the sandbox cannot run: {reason}")
+    return runner, target.database, problems
+
+
+def _unreachable(host: str, port: int, timeout: float = 2.0) -> str | None:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return f"Neo4j is not reachable at {host}:{port} ({exc.strerror or exc})"

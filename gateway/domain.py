@@ -1,0 +1,81 @@
+"""The request path's own types: who asks, which layers run, and what each tool answers.
+
+One module that the core (``service``), the MCP server, the audit log and HTTP auth all
+import, so none of them has to import another for a shared type. Field names of the
+results are the wire names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.policy import ToolName
+from sandbox.wire import Notification, QueryType, Truncation
+
+Transport = Literal["stdio", "http", "direct"]
+
+
+class Principal(BaseModel):
+    """Who is asking, and which layers they may see. An empty scope means global-only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    scope: frozenset[str] = frozenset()
+
+
+class LayerSwitches(BaseModel):
+    """Each layer can be switched off, only so tests can prove every other layer holds alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    guard: bool = True
+    scope_rewrite: bool = True
+    explain_check: bool = True
+    result_check: bool = True
+
+
+class ToolResult(BaseModel):
+    """What ``recall`` and ``analyze`` answer (field names are the wire names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queryId: str
+    tool: ToolName
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list)
+    rowCount: int = 0
+    bytes: int = 0
+    truncated: bool = False
+    truncation: Truncation | None = None
+    # Empty when every layer ran on its primary path; "<tool>:disabled", "scope:redacted".
+    degraded: list[str] = Field(default_factory=list)
+    redacted: int = 0
+    queryType: QueryType | None = None
+    durationMs: float = 0.0
+    notifications: list[Notification] = Field(default_factory=list)
+
+
+class CheckResult(BaseModel):
+    """The guard's decision without running anything, plus the scoped query a reviewer can read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allowed: bool
+    rule: str | None
+    reason: str | None
+    tool: ToolName
+    policy: str
+    rewritten: str | None = None
+
+
+class SchemaResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    labels: list[str] = Field(default_factory=list)
+    relationshipTypes: list[str] = Field(default_factory=list)
+    propertyKeys: list[str] = Field(default_factory=list)
+    truncated: bool = False
+    degraded: list[str] = Field(default_factory=list)
