@@ -104,9 +104,7 @@ class ReservedParameters(_Strict):
 
     def is_reserved(self, key: str) -> bool:
         lowered = key.lower()
-        return lowered in {k.lower() for k in self.keys} or any(
-            lowered.startswith(p.lower()) for p in self.prefixes
-        )
+        return lowered in {k.lower() for k in self.keys} or any(lowered.startswith(p.lower()) for p in self.prefixes)
 
 
 class Policy(_Strict):
@@ -132,6 +130,18 @@ class Policy(_Strict):
 
     def tool(self, name: ToolName) -> ToolPolicy:
         return self.tools[name]
+
+    def hidden_relationship_types(self, tool: ToolName) -> frozenset[str]:
+        """Relationship types ``tool`` never shows or traverses, named or not.
+
+        The tool's denied types always (the guard refuses naming one; hiding them also
+        keeps untyped patterns such as ``-[r]-`` from reaching one), and the bookkeeping
+        types unless the policy allows them for this tool.
+        """
+        hidden = set(self.tool(tool).denied_relationship_types)
+        if not self.scope.allow_bookkeeping.get(tool, False):
+            hidden |= self.scope.bookkeeping_relationship_types
+        return frozenset(hidden)
 
 
 class PolicyError(Exception):

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from sandbox.config import SandboxConfig
+from sandbox.scope_check import filter_rows
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 
 READY_LINE = "sandbox: ready"
@@ -49,14 +50,6 @@ def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
     """Layer 2 of scope: drop rows that carry anything outside the caller's layers."""
     if job.scope is None or not result.ok:
         return result
-    try:
-        from sandbox.scope_check import filter_rows  # owned by the scope layer (issue 6)
-    except ImportError:
-        # Fail closed: a scoped job must never return rows unchecked.
-        return SandboxResult(
-            query_id=job.query_id, ok=False,
-            error=SandboxError(code="internal", message="scope check requested but not installed in the sandbox"),
-        )  # fmt: skip
     rows, redacted = filter_rows(result.columns, result.rows, job.scope)
     if not redacted:
         return result

@@ -160,12 +160,13 @@ def test_recall_shape_with_required_parameters(run_scoped: RunScoped) -> None:
 def test_every_adversarial_shape_rewrites_to_cypher_neo4j_plans_as_a_read(scope_graph: Any) -> None:
     from gateway import guard, scope
     from gateway.policy import load_policy
+    from gateway.service import Principal
     from tests.test_scope_invariants import ADVERSARIAL_WHERE
 
     policy = load_policy()
     for query in ADVERSARIAL_WHERE:
         decision = guard.check(query, {}, "analyze", policy)
         assert decision.allowed and decision.parsed is not None, query
-        rewritten = scope.rewrite(decision.parsed, policy=policy, tool="analyze").cypher
+        rewritten = scope.plan(decision.parsed, policy, "analyze", Principal(name="scope")).cypher
         _, summary, _ = scope_graph.execute_query("EXPLAIN " + rewritten, {"__gw_scope": ["project-a"]}, database_="neo4j")
         assert summary.query_type == "r", rewritten

@@ -15,7 +15,8 @@ import pytest
 from gateway.errors import Neo4jRefused
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
-from gateway.service import Gateway, Principal, withheld_details
+from gateway.scope import withheld_details
+from gateway.service import Gateway, Principal
 
 pytest_plugins = ["tests.conftest_sandbox"]
 
