@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from gateway.catalogue import INPUT_INVALID
 from gateway.errors import GatewayError, InvalidInput, QueryRejected
 from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
 from gateway.mnr.match import FixtureElement, Matcher
@@ -272,11 +273,11 @@ class MnrSession:
             outcome.status = "failed" if failures else "passed"
             return
         except InvalidInput as exc:
-            outcome.rule = "input.invalid"
-            if case.must_reject != "input.invalid":
+            outcome.rule = INPUT_INVALID.id
+            if case.must_reject != INPUT_INVALID.id:
                 failures.append(f"invalid input: {exc.message}")
             else:
-                outcome.detail = "rejected: input.invalid"
+                outcome.detail = f"rejected: {INPUT_INVALID.id}"
             outcome.failures = failures
             outcome.status = "failed" if failures else "passed"
             return
