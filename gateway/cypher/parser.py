@@ -18,6 +18,7 @@ long before Python's own recursion limit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 from typing import Final
 
@@ -78,9 +79,13 @@ _CREATE_ADMIN = frozenset(
 READ_CLAUSE_KEYWORDS = frozenset({"MATCH", "OPTIONAL", "WITH", "RETURN", "UNWIND", "CALL", "FINISH", "USE", "LOAD"})
 CLAUSE_KEYWORDS = READ_CLAUSE_KEYWORDS | WRITE_KEYWORDS | ADMIN_KEYWORDS
 # Token text -> the tree's operator, for each precedence level of binary operators.
+_OR: dict[str, a.BinaryOperator] = {"OR": "OR"}
+_XOR: dict[str, a.BinaryOperator] = {"XOR": "XOR"}
+_AND: dict[str, a.BinaryOperator] = {"AND": "AND"}
 _COMPARISON: dict[str, a.BinaryOperator] = {"=": "=", "<>": "<>", "<": "<", ">": ">", "<=": "<=", ">=": ">="}
 _ADDITIVE: dict[str, a.BinaryOperator] = {"+": "+", "-": "-", "||": "||"}
 _MULTIPLICATIVE: dict[str, a.BinaryOperator] = {"*": "*", "/": "/", "%": "%"}
+_POWER: dict[str, a.BinaryOperator] = {"^": "^"}
 _STRING_MATCH: dict[str, a.BinaryOperator] = {"STARTS": "STARTS_WITH", "ENDS": "ENDS_WITH"}
 _SIGN: dict[str, a.UnaryOperator] = {"-": "-", "+": "+"}
 _SUBQUERY: dict[str, a.SubqueryKind] = {"EXISTS": "EXISTS", "COUNT": "COUNT", "COLLECT": "COLLECT"}
@@ -731,26 +736,29 @@ class Parser:
         with self.nested():
             return self.parse_or()
 
+    def binary_chain(
+        self, operand: Callable[[], a.Expr], operators: dict[str, a.BinaryOperator], *, keywords: bool = False
+    ) -> a.Expr:
+        """``operand (op operand)*``, left-associative, for one precedence level's ``operators``."""
+        kind = _ID if keywords else _OP
+        left = operand()
+        while True:
+            t = self.toks[self.pos]
+            op = operators.get(t.upper if keywords else t.value) if t.kind is kind else None
+            if op is None:
+                return left
+            self.pos += 1
+            right = operand()
+            left = a.BinaryOp(left.start, right.end, op, left, right)
+
     def parse_or(self) -> a.Expr:
-        left = self.parse_xor()
-        while self.accept_kw("OR"):
-            right = self.parse_xor()
-            left = a.BinaryOp(left.start, right.end, "OR", left, right)
-        return left
+        return self.binary_chain(self.parse_xor, _OR, keywords=True)
 
     def parse_xor(self) -> a.Expr:
-        left = self.parse_and()
-        while self.accept_kw("XOR"):
-            right = self.parse_and()
-            left = a.BinaryOp(left.start, right.end, "XOR", left, right)
-        return left
+        return self.binary_chain(self.parse_and, _XOR, keywords=True)
 
     def parse_and(self) -> a.Expr:
-        left = self.parse_not()
-        while self.accept_kw("AND"):
-            right = self.parse_not()
-            left = a.BinaryOp(left.start, right.end, "AND", left, right)
-        return left
+        return self.binary_chain(self.parse_not, _AND, keywords=True)
 
     def parse_not(self) -> a.Expr:
         t = self.peek()
@@ -761,12 +769,7 @@ class Parser:
         return self.parse_comparison()
 
     def parse_comparison(self) -> a.Expr:
-        left = self.parse_predicate()
-        while self.at_op(*_COMPARISON):
-            op = _COMPARISON[self.advance().value]
-            right = self.parse_predicate()
-            left = a.BinaryOp(left.start, right.end, op, left, right)
-        return left
+        return self.binary_chain(self.parse_predicate, _COMPARISON)
 
     def parse_predicate(self) -> a.Expr:
         left = self.parse_additive()
@@ -830,27 +833,13 @@ class Parser:
             pass
 
     def parse_additive(self) -> a.Expr:
-        left = self.parse_multiplicative()
-        while self.at_op(*_ADDITIVE):
-            op = _ADDITIVE[self.advance().value]
-            right = self.parse_multiplicative()
-            left = a.BinaryOp(left.start, right.end, op, left, right)
-        return left
+        return self.binary_chain(self.parse_multiplicative, _ADDITIVE)
 
     def parse_multiplicative(self) -> a.Expr:
-        left = self.parse_power()
-        while self.at_op(*_MULTIPLICATIVE):
-            op = _MULTIPLICATIVE[self.advance().value]
-            right = self.parse_power()
-            left = a.BinaryOp(left.start, right.end, op, left, right)
-        return left
+        return self.binary_chain(self.parse_power, _MULTIPLICATIVE)
 
     def parse_power(self) -> a.Expr:
-        left = self.parse_unary()
-        while self.accept_op("^"):
-            right = self.parse_unary()
-            left = a.BinaryOp(left.start, right.end, "^", left, right)
-        return left
+        return self.binary_chain(self.parse_unary, _POWER)
 
     def parse_unary(self) -> a.Expr:
         t = self.peek()
