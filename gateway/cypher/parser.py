@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Final
+from typing import Final, TypeVar
 
 from gateway.cypher import ast as a
 from gateway.cypher.errors import CypherSyntaxError, CypherTooDeep
@@ -36,6 +36,7 @@ _ID, _QID, _STR, _NUM, _PARAM, _OP, _EOF = (
     TokenKind.ID, TokenKind.QID, TokenKind.STR, TokenKind.NUM, TokenKind.PARAM, TokenKind.OP, TokenKind.EOF,
 )  # fmt: skip
 _NAMES = (_ID, _QID)
+_T = TypeVar("_T")
 WRITE_KEYWORDS = frozenset({"CREATE", "INSERT", "MERGE", "SET", "REMOVE", "DELETE", "DETACH", "NODETACH", "FOREACH"})
 ADMIN_KEYWORDS = frozenset(
     {
@@ -394,9 +395,7 @@ class Parser:
         start = self.advance().start  # USING
         if self.accept_kw("JOIN"):
             self.expect_kw("ON")
-            self.parse_variable()
-            while self.accept_op(","):
-                self.parse_variable()
+            self.comma_list(self.parse_variable)
         elif self.accept_kw("SCAN"):
             self.parse_variable()
             self.expect_op(":")
@@ -409,9 +408,7 @@ class Parser:
             self.expect_op(":")
             self.expect_name("a label or relationship type")
             self.expect_op("(")
-            self.expect_name("a property key")
-            while self.accept_op(","):
-                self.expect_name("a property key")
+            self.comma_list(lambda: self.expect_name("a property key"))
             self.expect_op(")")
         return a.Hint(start, self.last_end, self.text[start : self.last_end])
 
@@ -430,18 +427,13 @@ class Parser:
         if self.at_kw("ORDER"):
             self.advance()
             self.expect_kw("BY")
-            order.append(self.parse_sort_item())
-            while self.accept_op(","):
-                order.append(self.parse_sort_item())
+            order = self.comma_list(self.parse_sort_item)
         skip = self.parse_expr() if self.accept_kw("SKIP", "OFFSET") else None
         limit = self.parse_expr() if self.accept_kw("LIMIT") else None
         return a.Projection(start, self.last_end, distinct, star, items, order, skip, limit)
 
     def parse_return_items(self) -> list[a.ReturnItem]:
-        items = [self.parse_return_item()]
-        while self.accept_op(","):
-            items.append(self.parse_return_item())
-        return items
+        return self.comma_list(self.parse_return_item)
 
     def parse_return_item(self) -> a.ReturnItem:
         start = self.peek().start
@@ -463,13 +455,8 @@ class Parser:
             scope: list[a.Variable] | None = None
             scope_star = False
             if self.accept_op("("):
-                scope = []
-                if self.accept_op("*"):
-                    scope_star = True
-                elif not self.at_op(")"):
-                    scope.append(self.parse_variable())
-                    while self.accept_op(","):
-                        scope.append(self.parse_variable())
+                scope_star = bool(self.accept_op("*"))
+                scope = [] if scope_star else self.comma_list(self.parse_variable, closer=")")
                 self.expect_op(")")
             self.expect_op("{")
             body = self.parse_query_body()
@@ -483,11 +470,7 @@ class Parser:
         name = self.parse_dotted_name("a procedure name")
         args: list[a.Expr] | None = None
         if self.accept_op("("):
-            args = []
-            if not self.at_op(")"):
-                args.append(self.parse_expr())
-                while self.accept_op(","):
-                    args.append(self.parse_expr())
+            args = self.comma_list(self.parse_expr, closer=")")
             self.expect_op(")")
         yield_star = False
         yields: list[a.YieldItem] = []
@@ -496,9 +479,7 @@ class Parser:
             if self.accept_op("*"):
                 yield_star = True
             else:
-                yields.append(self.parse_yield_item())
-                while self.accept_op(","):
-                    yields.append(self.parse_yield_item())
+                yields = self.comma_list(self.parse_yield_item)
             if self.accept_kw("WHERE"):
                 where = self.parse_expr()
         return a.CallProcedure(start, self.last_end, optional, name, args, yield_star, yields, where)
@@ -523,10 +504,7 @@ class Parser:
     # ------------------------------------------------------------ patterns
 
     def parse_pattern_list(self) -> list[a.PatternPart]:
-        parts = [self.parse_pattern_part()]
-        while self.accept_op(","):
-            parts.append(self.parse_pattern_part())
-        return parts
+        return self.comma_list(self.parse_pattern_part)
 
     def parse_pattern_part(self) -> a.PatternPart:
         start = self.peek().start
@@ -735,6 +713,15 @@ class Parser:
     def parse_expr(self) -> a.Expr:
         with self.nested():
             return self.parse_or()
+
+    def comma_list(self, item: Callable[[], _T], *, closer: str | None = None) -> list[_T]:
+        """``item (, item)*``; with ``closer``, an empty list when the closing bracket comes first."""
+        if closer is not None and self.at_op(closer):
+            return []
+        items = [item()]
+        while self.accept_op(","):
+            items.append(item())
+        return items
 
     def binary_chain(
         self, operand: Callable[[], a.Expr], operators: dict[str, a.BinaryOperator], *, keywords: bool = False
@@ -949,10 +936,8 @@ class Parser:
         star = False
         if self.accept_op("*"):
             star = True
-        elif not self.at_op(")"):
-            args.append(self.parse_expr())
-            while self.accept_op(","):
-                args.append(self.parse_expr())
+        else:
+            args = self.comma_list(self.parse_expr, closer=")")
         self.expect_op(")")
         return a.FunctionCall(start, self.last_end, name, args, distinct, star)
 
@@ -982,11 +967,7 @@ class Parser:
             self.expect_op("]")
             assert proj is not None
             return a.PatternComprehension(start, self.last_end, path_var, path, where, proj)
-        items: list[a.Expr] = []
-        if not self.at_op("]"):
-            items.append(self.parse_expr())
-            while self.accept_op(","):
-                items.append(self.parse_expr())
+        items = self.comma_list(self.parse_expr, closer="]")
         self.expect_op("]")
         return a.ListLiteral(start, self.last_end, items)
 
@@ -1013,11 +994,7 @@ class Parser:
 
     def parse_map_literal(self) -> a.MapLiteral:
         start = self.expect_op("{").start
-        entries: list[a.MapEntry] = []
-        if not self.at_op("}"):
-            entries.append(self.parse_map_entry())
-            while self.accept_op(","):
-                entries.append(self.parse_map_entry())
+        entries = self.comma_list(self.parse_map_entry, closer="}")
         self.expect_op("}")
         return a.MapLiteral(start, self.last_end, entries)
 
@@ -1029,11 +1006,7 @@ class Parser:
 
     def parse_map_projection(self, subject: a.Variable) -> a.MapProjection:
         self.expect_op("{")
-        items: list[a.MapProjectionItem] = []
-        if not self.at_op("}"):
-            items.append(self.parse_map_projection_item())
-            while self.accept_op(","):
-                items.append(self.parse_map_projection_item())
+        items = self.comma_list(self.parse_map_projection_item, closer="}")
         self.expect_op("}")
         return a.MapProjection(subject.start, self.last_end, subject, items)
 
