@@ -972,25 +972,22 @@ class Parser:
         return a.ListLiteral(start, self.last_end, items)
 
     def parse_comprehension_tail(self, *, require_projection: bool) -> tuple[a.Expr | None, a.Expr | None]:
-        where: a.Expr | None = None
-        if self.accept_kw("WHERE"):
-            saved = self.no_label_pipe
-            self.no_label_pipe = True
-            try:
-                where = self.parse_expr()
-            finally:
-                self.no_label_pipe = saved
+        # In the WHERE, "|" ends the predicate; in the projection it is a label disjunction again.
+        where = self.parse_expr_where_pipe_is(label=False) if self.accept_kw("WHERE") else None
         proj: a.Expr | None = None
         if self.accept_op("|"):
-            saved = self.no_label_pipe
-            self.no_label_pipe = False
-            try:
-                proj = self.parse_expr()
-            finally:
-                self.no_label_pipe = saved
+            proj = self.parse_expr_where_pipe_is(label=True)
         elif require_projection:
             raise self.error("'|' and a projection")
         return where, proj
+
+    def parse_expr_where_pipe_is(self, *, label: bool) -> a.Expr:
+        saved = self.no_label_pipe
+        self.no_label_pipe = not label
+        try:
+            return self.parse_expr()
+        finally:
+            self.no_label_pipe = saved
 
     def parse_map_literal(self) -> a.MapLiteral:
         start = self.expect_op("{").start
