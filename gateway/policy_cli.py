@@ -25,9 +25,24 @@ EXIT_REJECTED = 3
 # Procedures that read files/URLs, run dynamic Cypher, write or administer; an
 # allow-list naming one of these is almost certainly a mistake.
 _DANGEROUS_PROCEDURE_PREFIXES = (
-    "apoc.load.", "apoc.cypher.", "apoc.periodic.", "apoc.export.", "apoc.import.", "apoc.trigger.",
-    "apoc.create.", "apoc.merge.", "apoc.refactor.", "apoc.custom.", "apoc.do.", "apoc.systemdb.",
-    "dbms.", "tx.", "db.create", "db.clearquerycaches", "db.index.vector.", "db.index.fulltext.",
+    "apoc.load.",
+    "apoc.cypher.",
+    "apoc.periodic.",
+    "apoc.export.",
+    "apoc.import.",
+    "apoc.trigger.",
+    "apoc.create.",
+    "apoc.merge.",
+    "apoc.refactor.",
+    "apoc.custom.",
+    "apoc.do.",
+    "apoc.systemdb.",
+    "dbms.",
+    "tx.",
+    "db.create",
+    "db.clearquerycaches",
+    "db.index.vector.",
+    "db.index.fulltext.",
     "db.schema.",
 )
 
@@ -93,8 +108,10 @@ def lint_warnings(policy: Policy) -> list[str]:
         tp = policy.tool(tool)
         for proc in sorted(tp.procedures_allowed):
             if proc.lower().startswith(_DANGEROUS_PROCEDURE_PREFIXES):
-                warnings.append(f"tools.{tool}.procedures_allowed: {proc} can read files/URLs, write, "
-                                "run dynamic Cypher, administer or bypass label filters")
+                warnings.append(
+                    f"tools.{tool}.procedures_allowed: {proc} can read files/URLs, write, "
+                    "run dynamic Cypher, administer or bypass label filters"
+                )
         if tp.procedures_allowed and "CALL_PROCEDURE" not in {str(c) for c in tp.allowed_clauses}:
             warnings.append(f"tools.{tool}: procedures are allow-listed but CALL_PROCEDURE is not an allowed clause")
         if tp.limits.allow_unbounded_var_length:
@@ -137,8 +154,15 @@ def render_policy(policy: Policy) -> str:
     row("required parameters", lambda t: t.required_parameters)
     row("denied labels", lambda t: t.denied_labels)
     row("denied relationship types", lambda t: t.denied_relationship_types)
-    for field in ("max_query_chars", "max_nesting_depth", "allow_unbounded_var_length", "max_hops",
-                  "timeout_seconds", "max_rows", "max_bytes"):
+    for field in (
+        "max_query_chars",
+        "max_nesting_depth",
+        "allow_unbounded_var_length",
+        "max_hops",
+        "timeout_seconds",
+        "max_rows",
+        "max_bytes",
+    ):
         row(f"limits.{field}", lambda t, f=field: getattr(t.limits, f))
 
     width0 = max(len(r[0]) for r in rows)
