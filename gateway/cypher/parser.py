@@ -37,46 +37,17 @@ _ID, _QID, _STR, _NUM, _PARAM, _OP, _EOF = (
 )  # fmt: skip
 _NAMES = (_ID, _QID)
 _T = TypeVar("_T")
+
 WRITE_KEYWORDS = frozenset({"CREATE", "INSERT", "MERGE", "SET", "REMOVE", "DELETE", "DETACH", "NODETACH", "FOREACH"})
 ADMIN_KEYWORDS = frozenset(
-    {
-        "DROP",
-        "SHOW",
-        "GRANT",
-        "DENY",
-        "REVOKE",
-        "ALTER",
-        "START",
-        "STOP",
-        "RENAME",
-        "ENABLE",
-        "DEALLOCATE",
-        "REALLOCATE",
-        "TERMINATE",
-        "DRYRUN",
-    }
-)
+    {"DROP", "SHOW", "GRANT", "DENY", "REVOKE", "ALTER", "START", "STOP", "RENAME", "ENABLE",
+     "DEALLOCATE", "REALLOCATE", "TERMINATE", "DRYRUN"}
+)  # fmt: skip
 # CREATE followed by one of these is a schema/admin command, not a write clause.
 _CREATE_ADMIN = frozenset(
-    {
-        "INDEX",
-        "CONSTRAINT",
-        "USER",
-        "ROLE",
-        "DATABASE",
-        "COMPOSITE",
-        "ALIAS",
-        "OR",
-        "RANGE",
-        "TEXT",
-        "POINT",
-        "LOOKUP",
-        "FULLTEXT",
-        "VECTOR",
-        "BTREE",
-        "SERVER",
-    }
-)
+    {"INDEX", "CONSTRAINT", "USER", "ROLE", "DATABASE", "COMPOSITE", "ALIAS", "OR", "RANGE", "TEXT",
+     "POINT", "LOOKUP", "FULLTEXT", "VECTOR", "BTREE", "SERVER"}
+)  # fmt: skip
 READ_CLAUSE_KEYWORDS = frozenset({"MATCH", "OPTIONAL", "WITH", "RETURN", "UNWIND", "CALL", "FINISH", "USE", "LOAD"})
 CLAUSE_KEYWORDS = READ_CLAUSE_KEYWORDS | WRITE_KEYWORDS | ADMIN_KEYWORDS
 # Token text -> the tree's operator, for each precedence level of binary operators.
@@ -93,45 +64,11 @@ _SUBQUERY: dict[str, a.SubqueryKind] = {"EXISTS": "EXISTS", "COUNT": "COUNT", "C
 _PREFIX: dict[str, a.StatementPrefix] = {"EXPLAIN": "EXPLAIN", "PROFILE": "PROFILE"}
 _QUANTIFIERS: dict[str, a.QuantifierKind] = {"ALL": "all", "ANY": "any", "NONE": "none", "SINGLE": "single"}
 _TYPE_WORDS = frozenset(
-    {
-        "BOOL",
-        "BOOLEAN",
-        "VARCHAR",
-        "STRING",
-        "INT",
-        "INTEGER",
-        "SIGNED",
-        "INTEGER8",
-        "INTEGER16",
-        "INTEGER32",
-        "INTEGER64",
-        "FLOAT",
-        "FLOAT64",
-        "DATE",
-        "LOCAL",
-        "ZONED",
-        "TIME",
-        "DATETIME",
-        "WITHOUT",
-        "TIMEZONE",
-        "ZONE",
-        "DURATION",
-        "POINT",
-        "NODE",
-        "VERTEX",
-        "RELATIONSHIP",
-        "EDGE",
-        "MAP",
-        "LIST",
-        "ARRAY",
-        "PATH",
-        "PROPERTY",
-        "VALUE",
-        "ANY",
-        "NOTHING",
-        "NULL",
-    }
-)
+    {"BOOL", "BOOLEAN", "VARCHAR", "STRING", "INT", "INTEGER", "SIGNED", "INTEGER8", "INTEGER16",
+     "INTEGER32", "INTEGER64", "FLOAT", "FLOAT64", "DATE", "LOCAL", "ZONED", "TIME", "DATETIME",
+     "WITHOUT", "TIMEZONE", "ZONE", "DURATION", "POINT", "NODE", "VERTEX", "RELATIONSHIP", "EDGE",
+     "MAP", "LIST", "ARRAY", "PATH", "PROPERTY", "VALUE", "ANY", "NOTHING", "NULL"}
+)  # fmt: skip
 
 
 class _Nesting:
