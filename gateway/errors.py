@@ -1,4 +1,41 @@
-"""One error taxonomy for every tool, with stable codes an agent can branch on."""
+"""Every error the gateway raises, in one tree.
+
+Caller-facing errors carry a stable ``code`` an agent can branch on (the MCP
+error body's ``code``); a refused query also carries the ``rule`` that refused
+it, always one of ``gateway.catalogue``. Set-up errors stop a start or an
+operator command and name the file or setting to fix; no request ever sees
+one. The front end's syntax error never leaves the request path as itself:
+the guard answers it with ``QueryRejected``.
+
+    Exception
+    ├── GatewayError                  caller-facing; ``code`` is the wire's error code
+    │   ├── QueryRejected             "rejected": a rule refused the query before it ran
+    │   │                             (``rule``, ``reason``; every rule is in gateway.catalogue)
+    │   ├── InvalidInput              "invalid_input": the request's shape (rule input.invalid)
+    │   ├── QueryTimeout              "timeout": Neo4j stopped the query at the policy's timeout
+    │   ├── Neo4jRefused              "neo4j_refused": Neo4j refused the query at run time
+    │   │                             (only its code when scope is on: gateway.scope.withheld_details)
+    │   └── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
+    │                                 that cannot start into ``degraded: ["<tool>:disabled"]``
+    ├── SetupError                    operator-facing: a start or set-up step cannot go on
+    │   ├── PolicyError               gateway/policy.py: a policy file is unreadable or invalid
+    │   ├── ConfigError               gateway/config.py: the server's settings
+    │   ├── AuthConfigError           gateway/auth.py: the HTTP authentication settings
+    │   ├── Neo4jSetupError           the managed Neo4j cannot be fetched, set up or started
+    │   └── ImageBuildError           the offline images cannot be built
+    └── ValueError
+        └── CypherSyntaxError         gateway/cypher/errors.py: not Cypher the front end reads
+            │                         (``offset``, ``line``, ``column``) -> rule parse.failed
+            ├── CypherTooDeep         nested past limits.max_nesting_depth -> rule input.too_deep
+            └── CypherTooLarge        longer than limits.max_query_chars -> rule input.too_large
+
+Errors that never leave their module are not part of the tree: the runner's
+``StreamClosed`` (a container's stream ended), the sandbox's ``ExplainRejected``
+(sent back as an ``explain_rejected`` result, which the runner turns into
+``QueryRejected``, rule sandbox.explain) and its Query API client's private
+ones, and the must-not-retrieve tool's own ``SuiteError``, ``SeedError`` and
+``MnrCaseFailed``.
+"""
 
 from __future__ import annotations
 

@@ -133,6 +133,18 @@ class Policy(_Strict):
     def tool(self, name: ToolName) -> ToolPolicy:
         return self.tools[name]
 
+    def hidden_relationship_types(self, tool: ToolName) -> frozenset[str]:
+        """Relationship types ``tool`` never shows or traverses, named or not.
+
+        The tool's denied types always (the guard refuses naming one; hiding them also
+        keeps untyped patterns such as ``-[r]-`` from reaching one), and the bookkeeping
+        types unless the policy allows them for this tool.
+        """
+        hidden = set(self.tool(tool).denied_relationship_types)
+        if not self.scope.allow_bookkeeping.get(tool, False):
+            hidden |= self.scope.bookkeeping_relationship_types
+        return frozenset(hidden)
+
 
 class PolicyError(SetupError):
     """A policy file could not be read or is invalid; the message names the problem."""

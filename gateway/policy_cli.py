@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.errors import SetupError
-from gateway.guard import RULES
 from gateway.policy import TOOL_NAMES, Policy, PolicyError, load_policy
 
 EXIT_ALLOWED = 0
@@ -199,10 +199,24 @@ def render_policy(policy: Policy) -> str:
         f"bookkeeping types {_fmt(sc.bookkeeping_relationship_types)}, allow bookkeeping {dict(sc.allow_bookkeeping)}"
     )
     lines.append("")
-    lines.append("Guard rules, in the order they run (the first objection decides):")
-    for rule in RULES:
-        lines.append(f"  {rule.id:<22} {rule.sentence}")
+    lines.append("Rules a request can be refused by, in the order it meets them (the first objection decides):")
+    width = max(len(rule.id) for rule in CATALOGUE)
+    stage = None
+    for rule in CATALOGUE:
+        if rule.stage != stage:
+            stage = rule.stage
+            lines.append(f"  [{_STAGE_TITLES[stage]}]")
+        lines.append(f"    {rule.id:<{width}}  {rule.sentence}")
     return "\n".join(lines)
+
+
+_STAGE_TITLES: dict[Stage, str] = {
+    "request": "the request's shape",
+    "parse": "reading the Cypher",
+    "guard": "the static guard",
+    "scope": "the scope rewrite",
+    "sandbox": "inside the sandbox",
+}
 
 
 def _wrap(text: str, width: int) -> list[str]:

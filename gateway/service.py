@@ -1,6 +1,6 @@
 """The core: one request's path through every layer, top to bottom.
 
-    guard.check  ->  scope.rewrite  ->  runner.job_for  ->  runner.run  ->  ToolResult
+    cypher.parse  ->  guard.enforce  ->  scope.plan  ->  runner.job_for  ->  runner.run  ->  ToolResult
 
 The MCP server, the CLI and the must-not-retrieve runner all call ``Gateway``;
 none of them re-implement a step. Nothing here imports the ``neo4j`` driver:
@@ -16,14 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gateway import guard, scope
+from gateway import catalogue, guard, scope
 from gateway.audit import AuditEvent, AuditLog
+from gateway.cypher import ParsedQuery
 from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
-from gateway.guard.parse import GuardParseError, ParsedQuery
 from gateway.policy import Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
-from sandbox.wire import SandboxResult, ScopeCheck
+from sandbox.wire import SandboxResult
 
 # The schema tool reads only what the caller can see: plain queries that go through
 # the scope rewrite like any agent query, not db.labels() (which sees everything).
@@ -86,10 +86,10 @@ class Gateway:
             return CheckResult(allowed=False, rule=exc.rule, reason=exc.reason, tool=tool, policy=self.policy.name)
         except InvalidInput as exc:
             return CheckResult(
-                allowed=False, rule="input.invalid", reason=exc.message, tool=tool, policy=self.policy.name
+                allowed=False, rule=catalogue.INPUT_INVALID.id, reason=exc.message, tool=tool, policy=self.policy.name
             )
         return CheckResult(
-            allowed=True, rule=None, reason=None, tool=tool, policy=self.policy.name, rewritten=prepared.cypher
+            allowed=True, rule=None, reason=None, tool=tool, policy=self.policy.name, rewritten=prepared.plan.cypher
         )
 
     # --- run ---------------------------------------------------------------------------------
@@ -132,8 +132,8 @@ class Gateway:
         if self.runner is None:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         job = job_for(
-            self.policy.tool(tool), query_id=query_id, cypher=prepared.cypher, params=prepared.params,
-            result_check=self._result_check(tool, principal), database=self.database,
+            self.policy.tool(tool), query_id=query_id, cypher=prepared.plan.cypher, params=prepared.params,
+            result_check=prepared.plan.result_check, database=self.database,
             explain_check=self.layers.explain_check,
         )  # fmt: skip
         try:
@@ -141,8 +141,8 @@ class Gateway:
         except SandboxUnavailable:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         error = error_for(sandbox_result)
-        if isinstance(error, Neo4jRefused) and self.layers.scope_rewrite:
-            error = withheld_details(error)
+        if isinstance(error, Neo4jRefused) and prepared.plan.withhold_error_details:
+            error = scope.withheld_details(error)
         if error is not None:
             raise error
         return _tool_result(tool, sandbox_result)
@@ -153,7 +153,7 @@ class Gateway:
         """Labels, relationship types and property keys visible to ``principal`` (via the sandbox)."""
         answer: dict[str, list[str]] = {}
         truncated = False
-        hidden = self._hidden_names("analyze")
+        hidden = self.policy.hidden_relationship_types("analyze")
         for key, cypher in _SCHEMA_QUERIES.items():
             result = self.run("analyze", cypher, {}, principal, transport=transport)
             if result.degraded and not result.columns:
@@ -171,41 +171,17 @@ class Gateway:
             raise InvalidInput(f"unknown tool {tool!r}; expected one of {', '.join(self.policy.tools)}")
         if not isinstance(cypher, str) or not cypher.strip():
             raise InvalidInput("cypher must be a non-empty string")
-        caller_params = _validate_params(params)
+        caller_params = guard.caller_params(params)
         parsed: ParsedQuery | None = None
-        if self.layers.guard:
-            decision = guard.check(cypher, caller_params, tool, self.policy)
-            if not decision.allowed:
-                raise QueryRejected(decision.rule or "guard", decision.reason or "rejected by the guard")
-            parsed = decision.parsed
-        text = cypher
-        if self.layers.scope_rewrite:
-            if parsed is None:
-                try:
-                    parsed = guard.parse(cypher, limits=self.policy.tool(tool).limits)
-                except GuardParseError as exc:
-                    raise QueryRejected(exc.rule, exc.reason) from exc
-            text = _rewrite(parsed, self.policy, tool)
-        # Injected last, so a caller's value for the reserved key can never survive
-        # (the guard also rejects such keys outright).
-        job_params = {**caller_params, self.policy.scope.scope_parameter: sorted(principal.scope)}
-        return _Prepared(cypher=text, params=job_params)
+        if self.layers.guard or self.layers.scope_rewrite:
+            parsed = guard.parse_query(cypher, self.policy.tool(tool).limits)
+        if parsed is not None and self.layers.guard:
+            guard.enforce(parsed, caller_params, tool, self.policy)
+        plan = scope.plan(parsed or cypher, self.policy, tool, principal, self.layers)
+        # The scope parameter goes in last, so a caller's value for the reserved key can
+        # never survive (the guard also rejects such keys outright).
+        return _Prepared(plan=plan, params={**caller_params, **plan.params})
 
-    def _result_check(self, tool: ToolName, principal: Principal) -> ScopeCheck | None:
-        if not self.layers.result_check:
-            return None
-        return ScopeCheck(
-            layers_property=self.policy.scope.layers_property,
-            layers=sorted(principal.scope),
-            hidden_relationship_types=sorted(self._hidden_names(tool)),
-        )
-
-    def _hidden_names(self, tool: ToolName) -> set[str]:
-        scope = self.policy.scope
-        hidden = set(self.policy.tool(tool).denied_relationship_types)
-        if not scope.allow_bookkeeping.get(tool, False):
-            hidden |= set(scope.bookkeeping_relationship_types)
-        return hidden
 
     def _audit(self, event: AuditEvent) -> None:
         if self.audit is not None:
@@ -213,42 +189,10 @@ class Gateway:
 
 
 class _Prepared(BaseModel):
-    cypher: str
+    """One request after the guard and the scope plan: what the sandbox job is built from."""
+
+    plan: scope.ScopePlan
     params: dict[str, Any]
-
-
-def withheld_details(error: Neo4jRefused) -> Neo4jRefused:
-    """A runtime error can carry a property value, quoted or not.
-
-    ``Text cannot be parsed to a Date "…"`` (sent with a SyntaxError code),
-    ``Unknown coordinate reference system: <any string>``, ``MonthOfYear …: <any int>``:
-    and Neo4j does not promise to evaluate the scope predicate before the agent's
-    own expressions, so the value could belong to a hidden element. With scope on,
-    only Neo4j's error code goes back; the guard has already parsed the query, so
-    little help is lost.
-    """
-    code = error.neo4j_code or "Neo.ClientError"
-    return Neo4jRefused(
-        f"{code} (details withheld: Neo4j's message can quote data outside your scope)", error.neo4j_code
-    )
-
-
-def _validate_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping):
-        raise InvalidInput(f"params must be an object, got {type(params).__name__}")
-    bad = [k for k in params if not isinstance(k, str) or not k]
-    if bad:
-        raise InvalidInput("every parameter name must be a non-empty string")
-    return dict(params)
-
-
-def _rewrite(parsed: ParsedQuery, policy: Policy, tool: ToolName) -> str:
-    try:
-        return scope.rewrite(parsed, policy=policy, tool=tool).cypher
-    except scope.ScopeUnsupported as exc:
-        raise QueryRejected("scope.unsupported", str(exc)) from exc
 
 
 def _tool_result(tool: ToolName, result: SandboxResult) -> ToolResult:

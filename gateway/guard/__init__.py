@@ -1,9 +1,12 @@
 """The static guard: decides, before anything runs, whether a query may run.
 
-``check(query, params, tool, policy)`` parses the query once with the
-gateway's own Cypher parser (``gateway.guard.parse``), then applies the rules
-of ``gateway.guard.rules.RULES`` in order; the first objection decides. It
-never raises for bad input: every outcome is a :class:`Decision`.
+``check(query, params, tool, policy)`` takes the query's text (read here with
+``parse_query``, i.e. ``gateway.cypher.parse``) or a query already parsed,
+computes the facts every rule asks about from the finished tree
+(``facts.collect_facts``), then applies the rules of ``rules.RULES`` in order;
+the first objection decides. It never raises for bad input: every outcome is a
+:class:`Decision`. ``enforce`` is the same walk for a caller that wants the
+refusal as a ``QueryRejected``.
 """
 
 from __future__ import annotations
@@ -13,11 +16,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.guard.parse import GuardParseError, ParsedQuery, parse
-from gateway.guard.rules import RULE_IDS, RULES, Context, Rule
-from gateway.policy import Policy, ToolName
+from gateway import catalogue, cypher
+from gateway.cypher import CypherSyntaxError, CypherTooDeep, CypherTooLarge, ParsedQuery
+from gateway.errors import InvalidInput, QueryRejected
+from gateway.guard.facts import collect_facts
+from gateway.guard.rules import RULE_IDS, RULES, Context, GuardRule
+from gateway.policy import Limits, Policy, ToolName
 
-__all__ = ["RULES", "RULE_IDS", "Decision", "GuardParseError", "ParsedQuery", "Rule", "check", "parse"]
+__all__ = [
+    "RULES",
+    "RULE_IDS",
+    "Decision",
+    "GuardRule",
+    "caller_params",
+    "check",
+    "enforce",
+    "parse_query",
+]
 
 
 class Decision(BaseModel):
@@ -35,27 +50,66 @@ class Decision(BaseModel):
         return cls(allowed=True, rule=None, reason=None, parsed=parsed)
 
     @classmethod
-    def reject(cls, rule: str, reason: str, parsed: ParsedQuery | None = None) -> Decision:
-        return cls(allowed=False, rule=rule, reason=reason, parsed=parsed)
+    def reject(cls, rule: catalogue.Rule, reason: str, parsed: ParsedQuery | None = None) -> Decision:
+        return cls(allowed=False, rule=rule.id, reason=reason, parsed=parsed)
+
+    @classmethod
+    def refused(cls, error: QueryRejected, parsed: ParsedQuery | None = None) -> Decision:
+        return cls(allowed=False, rule=error.rule, reason=error.reason, parsed=parsed)
 
 
-def check(query: str, params: Mapping[str, Any], tool: ToolName, policy: Policy) -> Decision:
-    if not isinstance(query, str):
-        return Decision.reject("parse.failed", f"the query must be a string, got {type(query).__name__}")
-    if tool not in policy.tools:
-        return Decision.reject("tool.unknown", f"unknown tool {tool!r}")
-    tool_policy = policy.tool(tool)
+def caller_params(params: object) -> dict[str, Any]:
+    """The caller's parameters as a dict: an object whose names are non-empty strings, else ``InvalidInput``."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise InvalidInput(f"params must be an object, got {type(params).__name__}")
+    if any(not isinstance(key, str) or not key for key in params):
+        raise InvalidInput("every parameter name must be a non-empty string")
+    return dict(params)
+
+
+def parse_query(text: str, limits: Limits) -> ParsedQuery:
+    """``gateway.cypher.parse`` with its failure as a ``QueryRejected`` carrying the catalogue's rule."""
     try:
-        parsed = parse(query, limits=tool_policy.limits)
-    except GuardParseError as exc:
-        return Decision.reject(exc.rule, _sentence(exc.reason))
-    ctx = Context(parsed=parsed, params=params, tool=tool, tool_policy=tool_policy, policy=policy)
+        return cypher.parse(text, limits=limits)
+    except CypherTooLarge as exc:
+        raise catalogue.INPUT_TOO_LARGE.rejected(_sentence(exc.message)) from None
+    except CypherTooDeep as exc:
+        raise catalogue.INPUT_TOO_DEEP.rejected(_sentence(exc.message)) from None
+    except CypherSyntaxError as exc:
+        raise catalogue.PARSE_FAILED.rejected(
+            _sentence(f"the query is not Cypher this gateway can parse: {exc}")
+        ) from None
+
+
+def enforce(parsed: ParsedQuery, params: Mapping[str, Any], tool: ToolName, policy: Policy) -> None:
+    """Apply every rule to ``parsed``; the first objection raises ``QueryRejected`` with its rule."""
+    ctx = Context(
+        parsed=parsed, facts=collect_facts(parsed), params=params, tool=tool, tool_policy=policy.tool(tool),
+        policy=policy,
+    )  # fmt: skip
     for rule in RULES:
         if rule.check is None:
             continue
         reason = rule.check(ctx)
         if reason is not None:
-            return Decision.reject(rule.id, _sentence(reason), parsed)
+            raise rule.entry.rejected(_sentence(reason))
+
+
+def check(query: str | ParsedQuery, params: Mapping[str, Any], tool: ToolName, policy: Policy) -> Decision:
+    if not isinstance(query, str | ParsedQuery):
+        return Decision.reject(catalogue.PARSE_FAILED, f"The query must be a string, got {type(query).__name__}.")
+    if tool not in policy.tools:
+        return Decision.reject(catalogue.TOOL_UNKNOWN, f"unknown tool {tool!r}")
+    parsed: ParsedQuery | None = None
+    try:
+        parsed = query if isinstance(query, ParsedQuery) else parse_query(query, policy.tool(tool).limits)
+        enforce(parsed, caller_params(params), tool, policy)
+    except QueryRejected as exc:
+        return Decision.refused(exc, parsed)
+    except InvalidInput as exc:
+        return Decision.reject(catalogue.INPUT_INVALID, _sentence(exc.message), parsed)
     return Decision.allow(parsed)
 
 

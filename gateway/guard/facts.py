@@ -1,15 +1,17 @@
 """The facts every rule asks about: clause kinds, names, parameters, bounds.
 
-The parser records them while it builds the tree (``Parser.facts``), which
-costs nothing extra; :func:`collect_facts` recomputes the same facts by walking
-a finished tree, and the tests check that the two always agree.
+:func:`collect_facts` computes them from the finished tree in one iterative
+walk (a deep tree cannot overflow the stack), so the parser only builds the
+tree and every rule reads the same facts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from gateway.guard import ast
+from gateway.cypher import ParsedQuery, ast
 
 
 @dataclass(frozen=True)
@@ -39,71 +41,121 @@ class Facts:
     hops: list[Hops] = field(default_factory=list)
 
 
-_CLAUSE_KIND = {
-    ast.With: "WITH",
-    ast.Return: "RETURN",
-    ast.Unwind: "UNWIND",
-    ast.CallSubquery: "CALL_SUBQUERY",
-    ast.CallProcedure: "CALL_PROCEDURE",
-    ast.Finish: "FINISH",
-}
-
-
-def collect_facts(statements: list[ast.Statement], text: str) -> Facts:
+def collect_facts(parsed: ParsedQuery) -> Facts:
     facts = Facts()
-    for statement in statements:
-        for node in statement.walk():
-            note_fact(node, facts, text)
+    text = parsed.text
+    notes = _NOTES
+    for node in parsed.walk():
+        note = notes.get(type(node))
+        if note is not None:
+            note(node, facts, text)
     return facts
 
 
-def note_fact(node: ast.Node, facts: Facts, text: str) -> None:
-    if isinstance(node, ast.Clause):
-        if isinstance(node, ast.Match):
-            facts.clause_kinds.add("OPTIONAL_MATCH" if node.optional else "MATCH")
-            if node.where is not None:
-                facts.clause_kinds.add("WHERE")
-        elif isinstance(node, ast.Forbidden):
-            facts.forbidden.append(node)
-            facts.clause_kinds.add(node.keyword.replace(" ", "_"))
-        else:
-            facts.clause_kinds.add(_CLAUSE_KIND[type(node)])
-            if isinstance(node, ast.With) and node.where is not None:
-                facts.clause_kinds.add("WHERE")
-            elif isinstance(node, ast.CallSubquery) and node.in_transactions:
-                facts.in_transactions = True
-            elif isinstance(node, ast.CallProcedure):
-                facts.procedures.append(node.name)
-                if node.where is not None:
-                    facts.clause_kinds.add("WHERE")
-    elif isinstance(node, ast.Projection):
-        if node.order_by:
-            facts.clause_kinds.add("ORDER_BY")
-        if node.skip is not None:
-            facts.clause_kinds.add("SKIP")
-        if node.limit is not None:
-            facts.clause_kinds.add("LIMIT")
-    elif isinstance(node, ast.Union):
-        facts.clause_kinds.add("UNION")
-    elif isinstance(node, ast.FunctionCall):
-        facts.functions.append(node.name)
-    elif isinstance(node, ast.Parameter):
-        facts.parameters.add(node.name)
-    elif isinstance(node, ast.NodePattern):
-        if node.labels is not None:
-            facts.labels.update(node.labels.names())
-    elif isinstance(node, ast.LabelCheck):
-        # In an expression the same syntax tests node labels or a relationship type.
-        names = node.labels.names()
-        facts.labels.update(names)
-        facts.relationship_types.update(names)
-    elif isinstance(node, ast.RelPattern):
-        if node.types is not None:
-            facts.relationship_types.update(node.types.names())
-        for bound in (node.length, node.quantifier):
-            if bound is not None:
-                facts.hops.append(Hops(bound.max, text[node.start : node.end]))
-    elif isinstance(node, ast.QuantifiedPath) and node.quantifier is not None:
-        per_iteration = sum(1 for n in node.path.walk() if isinstance(n, ast.RelPattern))
-        q_max = node.quantifier.max
-        facts.hops.append(Hops(None if q_max is None else q_max * per_iteration, text[node.start : node.end]))
+# --- what each kind of node tells the rules (looked up by exact type: the tree's classes are final)
+
+
+def _match(node: ast.Match, facts: Facts, text: str) -> None:
+    facts.clause_kinds.add("OPTIONAL_MATCH" if node.optional else "MATCH")
+    if node.where is not None:
+        facts.clause_kinds.add("WHERE")
+
+
+def _forbidden(node: ast.Forbidden, facts: Facts, text: str) -> None:
+    facts.forbidden.append(node)
+    facts.clause_kinds.add(node.keyword.replace(" ", "_"))
+
+
+def _clause(kind: str) -> Callable[[ast.Clause, Facts, str], None]:
+    def note(node: ast.Clause, facts: Facts, text: str) -> None:
+        facts.clause_kinds.add(kind)
+
+    return note
+
+
+def _with(node: ast.With, facts: Facts, text: str) -> None:
+    facts.clause_kinds.add("WITH")
+    if node.where is not None:
+        facts.clause_kinds.add("WHERE")
+
+
+def _call_subquery(node: ast.CallSubquery, facts: Facts, text: str) -> None:
+    facts.clause_kinds.add("CALL_SUBQUERY")
+    if node.in_transactions:
+        facts.in_transactions = True
+
+
+def _call_procedure(node: ast.CallProcedure, facts: Facts, text: str) -> None:
+    facts.clause_kinds.add("CALL_PROCEDURE")
+    facts.procedures.append(node.name)
+    if node.where is not None:
+        facts.clause_kinds.add("WHERE")
+
+
+def _projection(node: ast.Projection, facts: Facts, text: str) -> None:
+    if node.order_by:
+        facts.clause_kinds.add("ORDER_BY")
+    if node.skip is not None:
+        facts.clause_kinds.add("SKIP")
+    if node.limit is not None:
+        facts.clause_kinds.add("LIMIT")
+
+
+def _union(node: ast.Union, facts: Facts, text: str) -> None:
+    facts.clause_kinds.add("UNION")
+
+
+def _function(node: ast.FunctionCall, facts: Facts, text: str) -> None:
+    facts.functions.append(node.name)
+
+
+def _parameter(node: ast.Parameter, facts: Facts, text: str) -> None:
+    facts.parameters.add(node.name)
+
+
+def _node_pattern(node: ast.NodePattern, facts: Facts, text: str) -> None:
+    if node.labels is not None:
+        facts.labels.update(node.labels.names())
+
+
+def _label_check(node: ast.LabelCheck, facts: Facts, text: str) -> None:
+    # In an expression the same syntax tests node labels or a relationship type.
+    names = node.labels.names()
+    facts.labels.update(names)
+    facts.relationship_types.update(names)
+
+
+def _rel_pattern(node: ast.RelPattern, facts: Facts, text: str) -> None:
+    if node.types is not None:
+        facts.relationship_types.update(node.types.names())
+    for bound in (node.length, node.quantifier):
+        if bound is not None:
+            facts.hops.append(Hops(bound.max, text[node.start : node.end]))
+
+
+def _quantified_path(node: ast.QuantifiedPath, facts: Facts, text: str) -> None:
+    if node.quantifier is None:
+        return
+    per_iteration = sum(1 for n in node.path.walk() if isinstance(n, ast.RelPattern))
+    q_max = node.quantifier.max
+    facts.hops.append(Hops(None if q_max is None else q_max * per_iteration, text[node.start : node.end]))
+
+
+_NOTES: dict[type[ast.Node], Callable[[Any, Facts, str], None]] = {
+    ast.Match: _match,
+    ast.Forbidden: _forbidden,
+    ast.With: _with,
+    ast.Return: _clause("RETURN"),
+    ast.Unwind: _clause("UNWIND"),
+    ast.CallSubquery: _call_subquery,
+    ast.CallProcedure: _call_procedure,
+    ast.Finish: _clause("FINISH"),
+    ast.Projection: _projection,
+    ast.Union: _union,
+    ast.FunctionCall: _function,
+    ast.Parameter: _parameter,
+    ast.NodePattern: _node_pattern,
+    ast.LabelCheck: _label_check,
+    ast.RelPattern: _rel_pattern,
+    ast.QuantifiedPath: _quantified_path,
+}

@@ -1,9 +1,11 @@
 """Every rule the guard applies, in the order it applies them.
 
-A rule is a small pure function of (parsed query, caller parameters, tool
-policy) that returns ``None`` or a sentence naming the problem. The first rule
-that objects decides. The first three ids are raised by the parse stage
-(``gateway.guard.parse``) and listed here so this file is the whole catalogue.
+A rule is a small pure function of (parsed query, its facts, caller parameters,
+tool policy) that returns ``None`` or a sentence naming the problem. The first
+rule that objects decides. Each is paired with its entry in
+``gateway.catalogue`` (id and sentence). The first three entries are the parse
+stage's (``gateway.guard.parse_query``): listed here so this tuple is every
+rule the guard answers with, in order.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from gateway.guard.parse import ParsedQuery
+from gateway import catalogue
+from gateway.cypher import ParsedQuery
+from gateway.guard.facts import Facts
 from gateway.policy import Policy, ToolName, ToolPolicy
 
 
 @dataclass(frozen=True)
 class Context:
     parsed: ParsedQuery
+    facts: Facts
     params: Mapping[str, Any]
     tool: ToolName
     tool_policy: ToolPolicy
@@ -27,10 +32,17 @@ class Context:
 
 
 @dataclass(frozen=True)
-class Rule:
-    id: str
-    sentence: str  # what the rule guarantees, for reviewers (`policy show`) and docs
+class GuardRule:
+    entry: catalogue.Rule
     check: Callable[[Context], str | None] | None  # None: enforced by the parse stage
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+    @property
+    def sentence(self) -> str:
+        return self.entry.sentence
 
 
 def _multiple_statements(ctx: Context) -> str | None:
@@ -56,7 +68,7 @@ def _options(ctx: Context) -> str | None:
 
 def _forbidden(category: str, what: str) -> Callable[[Context], str | None]:
     def check(ctx: Context) -> str | None:
-        for node in ctx.parsed.facts.forbidden:
+        for node in ctx.facts.forbidden:
             if node.category == category:
                 return f"{node.keyword} {what}"
         return None
@@ -68,20 +80,31 @@ def _in_transactions(ctx: Context) -> str | None:
     write = _forbidden("write", "writes to the graph; only reads are allowed")(ctx)
     if write:
         return write
-    if ctx.parsed.facts.in_transactions:
+    if ctx.facts.in_transactions:
         return "CALL { … } IN TRANSACTIONS commits batches on its own; it is a write-only construct"
     return None
 
 
 _CLAUSE_FACT_TO_POLICY = {
-    "MATCH", "OPTIONAL_MATCH", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER_BY", "SKIP", "LIMIT",
-    "UNION", "CALL_SUBQUERY", "CALL_PROCEDURE", "FINISH",
+    "MATCH",
+    "OPTIONAL_MATCH",
+    "WHERE",
+    "WITH",
+    "RETURN",
+    "UNWIND",
+    "ORDER_BY",
+    "SKIP",
+    "LIMIT",
+    "UNION",
+    "CALL_SUBQUERY",
+    "CALL_PROCEDURE",
+    "FINISH",
 }
 
 
 def _clauses(ctx: Context) -> str | None:
     allowed = {str(c) for c in ctx.tool_policy.allowed_clauses}
-    for kind in sorted(ctx.parsed.facts.clause_kinds):
+    for kind in sorted(ctx.facts.clause_kinds):
         if kind not in allowed:
             label = kind.replace("_", " ")
             if kind not in _CLAUSE_FACT_TO_POLICY:
@@ -93,7 +116,7 @@ def _clauses(ctx: Context) -> str | None:
 def _procedures(ctx: Context) -> str | None:
     # Exact and case-sensitive, as Neo4j resolves procedure names.
     allowed = ctx.tool_policy.procedures_allowed
-    for name in ctx.parsed.facts.procedures:
+    for name in ctx.facts.procedures:
         if name not in allowed:
             hint = f" (allowed: {', '.join(sorted(ctx.tool_policy.procedures_allowed))})" if allowed else ""
             return f"procedure {name} is not on the {ctx.tool} tool's allow-list{hint}"
@@ -101,7 +124,7 @@ def _procedures(ctx: Context) -> str | None:
 
 
 def _functions(ctx: Context) -> str | None:
-    for name in ctx.parsed.facts.functions:
+    for name in ctx.facts.functions:
         lowered = name.lower()
         for pattern in ctx.tool_policy.functions_denied:
             if fnmatchcase(lowered, pattern.lower()):
@@ -112,19 +135,12 @@ def _functions(ctx: Context) -> str | None:
     return None
 
 
-def _param_keys(ctx: Context) -> str | None:
-    for key in ctx.params:
-        if not isinstance(key, str) or not key:
-            return f"parameter names must be non-empty strings, got {key!r}"
-    return None
-
-
 def _reserved(ctx: Context) -> str | None:
     reserved = ctx.policy.reserved_parameters
     for key in ctx.params:
         if reserved.is_reserved(key):
             return f"parameter ${key} is reserved for the gateway and cannot be supplied by the caller"
-    for name in sorted(ctx.parsed.facts.parameters):
+    for name in sorted(ctx.facts.parameters):
         if reserved.is_reserved(name):
             return f"parameter ${name} is reserved for the gateway and cannot be referenced by the query"
     return None
@@ -132,7 +148,7 @@ def _reserved(ctx: Context) -> str | None:
 
 def _required(ctx: Context) -> str | None:
     for name in ctx.tool_policy.required_parameters:
-        if name not in ctx.parsed.facts.parameters:
+        if name not in ctx.facts.parameters:
             return f"the {ctx.tool} tool requires the query to reference ${name}"
         if name not in ctx.params:
             return f"the {ctx.tool} tool requires the parameter {name!r} to be supplied"
@@ -141,7 +157,7 @@ def _required(ctx: Context) -> str | None:
 
 def _labels(ctx: Context) -> str | None:
     denied = {d.lower(): d for d in ctx.tool_policy.denied_labels}
-    for label in sorted(ctx.parsed.facts.labels):
+    for label in sorted(ctx.facts.labels):
         if label.lower() in denied:
             return f"label {label} may not be queried with the {ctx.tool} tool"
     return None
@@ -149,7 +165,7 @@ def _labels(ctx: Context) -> str | None:
 
 def _rel_types(ctx: Context) -> str | None:
     denied = {d.lower(): d for d in ctx.tool_policy.denied_relationship_types}
-    for rel in sorted(ctx.parsed.facts.relationship_types):
+    for rel in sorted(ctx.facts.relationship_types):
         if rel.lower() in denied:
             return f"relationship type {rel} is bookkeeping and may not be queried with the {ctx.tool} tool"
     return None
@@ -159,7 +175,7 @@ def _unbounded(ctx: Context) -> str | None:
     limits = ctx.tool_policy.limits
     if limits.allow_unbounded_var_length:
         return None
-    for hops in ctx.parsed.facts.hops:
+    for hops in ctx.facts.hops:
         if hops.max_hops is None:
             return (
                 f"variable-length pattern {hops.text!r} has no upper bound; "
@@ -170,7 +186,7 @@ def _unbounded(ctx: Context) -> str | None:
 
 def _hops(ctx: Context) -> str | None:
     limit = ctx.tool_policy.limits.max_hops
-    for hops in ctx.parsed.facts.hops:
+    for hops in ctx.facts.hops:
         if hops.max_hops is not None and hops.max_hops > limit:
             return (
                 f"variable-length pattern {hops.text!r} can traverse {hops.max_hops} relationships; "
@@ -179,36 +195,29 @@ def _hops(ctx: Context) -> str | None:
     return None
 
 
-RULES: tuple[Rule, ...] = (
-    Rule("input.too_large", "A query longer than limits.max_query_chars is refused before it is read.", None),
-    Rule("input.too_deep", "Brackets or expressions nested deeper than limits.max_nesting_depth are refused.", None),
-    Rule("parse.failed", "A query the gateway's Cypher parser cannot read is refused (fail closed).", None),
-    Rule("statement.multiple", "A request holds exactly one statement.", _multiple_statements),
-    Rule("query.prefix", "EXPLAIN and PROFILE prefixes are refused; the sandbox runs its own EXPLAIN.", _prefix),
-    Rule("query.option", "Only Cypher 5 is accepted, without planner or runtime options.", _options),
-    Rule("admin.command", "Schema, user, privilege, database and transaction commands are refused.",
-         _forbidden("admin", "is an administration command; only reads are allowed")),
-    Rule("database.use", "USE is refused: every query runs against the configured database only.",
-         _forbidden("use", "switches database; queries run against the configured database only")),
-    Rule("load_csv", "LOAD CSV is refused in every form: it reads files and URLs.",
-         _forbidden("load_csv", "reads files or URLs and is never allowed")),
-    Rule("write.clause", "Write clauses (CREATE, INSERT, MERGE, SET, REMOVE, DELETE, FOREACH) and "
-         "CALL { … } IN TRANSACTIONS are refused anywhere, including subqueries and UNION branches.",
-         _in_transactions),
-    Rule("clause.not_allowed", "Only the clause kinds the tool's policy lists may appear.", _clauses),
-    Rule("procedure.not_allowed", "Only procedures on the tool's allow-list may be called.", _procedures),
-    Rule("function.denied", "Functions matching the tool's deny-list (file, URL, dynamic Cypher, writes) are refused.",
-         _functions),
-    Rule("param.invalid", "Parameter names are non-empty strings.", _param_keys),
-    Rule("param.reserved", "Reserved parameter keys can be neither supplied nor referenced by the caller.", _reserved),
-    Rule("param.required", "Parameters the tool requires must be referenced by the query and supplied.", _required),
-    Rule("label.denied", "Labels the tool's policy denies may not appear.", _labels),
-    Rule("relationship.denied", "Relationship types the tool's policy denies (bookkeeping) may not appear.",
-         _rel_types),
-    Rule("pattern.unbounded", "Variable-length patterns need an upper bound unless the policy allows unbounded ones.",
-         _unbounded),
-    Rule("pattern.too_many_hops", "A variable-length pattern may traverse at most limits.max_hops relationships.",
-         _hops),
+RULES: tuple[GuardRule, ...] = (
+    GuardRule(catalogue.INPUT_TOO_LARGE, None),
+    GuardRule(catalogue.INPUT_TOO_DEEP, None),
+    GuardRule(catalogue.PARSE_FAILED, None),
+    GuardRule(catalogue.STATEMENT_MULTIPLE, _multiple_statements),
+    GuardRule(catalogue.QUERY_PREFIX, _prefix),
+    GuardRule(catalogue.QUERY_OPTION, _options),
+    GuardRule(catalogue.ADMIN_COMMAND, _forbidden("admin", "is an administration command; only reads are allowed")),
+    GuardRule(
+        catalogue.DATABASE_USE,
+        _forbidden("use", "switches database; queries run against the configured database only"),
+    ),
+    GuardRule(catalogue.LOAD_CSV, _forbidden("load_csv", "reads files or URLs and is never allowed")),
+    GuardRule(catalogue.WRITE_CLAUSE, _in_transactions),
+    GuardRule(catalogue.CLAUSE_NOT_ALLOWED, _clauses),
+    GuardRule(catalogue.PROCEDURE_NOT_ALLOWED, _procedures),
+    GuardRule(catalogue.FUNCTION_DENIED, _functions),
+    GuardRule(catalogue.PARAM_RESERVED, _reserved),
+    GuardRule(catalogue.PARAM_REQUIRED, _required),
+    GuardRule(catalogue.LABEL_DENIED, _labels),
+    GuardRule(catalogue.RELATIONSHIP_DENIED, _rel_types),
+    GuardRule(catalogue.PATTERN_UNBOUNDED, _unbounded),
+    GuardRule(catalogue.PATTERN_TOO_MANY_HOPS, _hops),
 )
 
 RULE_IDS: frozenset[str] = frozenset(r.id for r in RULES)

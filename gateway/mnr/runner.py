@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.catalogue import INPUT_INVALID
 from gateway.compose import Composed, compose
 from gateway.config import connection_settings
 from gateway.domain import LayerSwitches, Principal, ToolResult
@@ -254,11 +255,11 @@ class MnrSession:
             outcome.status = "failed" if failures else "passed"
             return
         except InvalidInput as exc:
-            outcome.rule = "input.invalid"
-            if case.must_reject != "input.invalid":
+            outcome.rule = INPUT_INVALID.id
+            if case.must_reject != INPUT_INVALID.id:
                 failures.append(f"invalid input: {exc.message}")
             else:
-                outcome.detail = "rejected: input.invalid"
+                outcome.detail = f"rejected: {INPUT_INVALID.id}"
             outcome.failures = failures
             outcome.status = "failed" if failures else "passed"
             return

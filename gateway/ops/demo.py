@@ -38,6 +38,7 @@ import anyio
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from gateway import catalogue
 from gateway.errors import SetupError
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
@@ -283,7 +284,7 @@ class Demo:
     async def _forgot_task(self, client: Client) -> None:
         step = Step("Recall that forgets $taskId", "agent-a", "recall", FORGOT_TASK_QUERY, {"repository": REPOSITORY})
         answer = await self.call(client, step)
-        self._expect_rejection(step, answer, "param.required")
+        self._expect_rejection(step, answer, catalogue.PARAM_REQUIRED)
 
     async def _aggregate(self, client: Client) -> None:
         step = Step("Analyze aggregate: attempts by check outcome", "agent-a", "analyze", AGGREGATE_QUERY, {})
@@ -309,7 +310,7 @@ class Demo:
     async def _write(self, client: Client) -> None:
         step = Step("A write disguised as analysis", "agent-a", "analyze", WRITE_QUERY, {"uid": "fact-g-1"})
         answer = await self.call(client, step)
-        if self._expect_rejection(step, answer, "write.clause"):
+        if self._expect_rejection(step, answer, catalogue.WRITE_CLAUSE):
             after = _fact_text(self.connection, "fact-g-1")
             step.got.append(f"fact-g-1 in Neo4j afterwards: {after!r}")
             step.ok = step.expect(after == self.truth.write_target_text, "the fact changed")
@@ -318,7 +319,7 @@ class Demo:
         step = Step("Smuggling a scope through the reserved parameter", "agent-a", "analyze", FACTS_QUERY,
                     {"__gw_scope": ["project-b", "restricted"]})  # fmt: skip
         answer = await self.call(client, step)
-        self._expect_rejection(step, answer, "param.reserved")
+        self._expect_rejection(step, answer, catalogue.PARAM_RESERVED)
 
     async def _facts(self, client: Client, principal: str, expected: list[str]) -> None:
         scope = SCOPE_A if principal == "agent-a" else SCOPE_AB
@@ -374,7 +375,8 @@ class Demo:
 
     # --- helpers ---
 
-    def _expect_rejection(self, step: Step, answer: Answer, rule: str) -> bool:
+    def _expect_rejection(self, step: Step, answer: Answer, expected: catalogue.Rule) -> bool:
+        rule = expected.id
         if answer.error is None:
             step.expect(False, f"expected rejection {rule}, got rows {answer.data}")
             return False

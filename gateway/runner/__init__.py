@@ -26,7 +26,8 @@ from typing import Any, Protocol
 import docker.errors
 from docker.client import DockerClient
 
-from gateway.errors import GatewayError, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
+from gateway.catalogue import SANDBOX_EXPLAIN
+from gateway.errors import GatewayError, Neo4jRefused, QueryTimeout, SandboxUnavailable
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed
 from gateway.runner.forwarder import Forwarder
 from gateway.runner.jobs import job_for
@@ -68,7 +69,7 @@ def error_for(result: SandboxResult) -> GatewayError | None:
     if err.code == "neo4j_refused":
         return Neo4jRefused(err.message, err.neo4j_code)
     if err.code == "explain_rejected":
-        return QueryRejected("sandbox.explain", err.message)
+        return SANDBOX_EXPLAIN.rejected(err.message)
     return SandboxUnavailable(err.message)
 
 

@@ -1,28 +1,101 @@
-"""Scope enforcement: rewrite an agent's query so it can only see the caller's layers.
+"""Scope: what one caller may see, decided once per request.
 
-``rewrite(parsed, policy=…, tool=…)`` runs the passes of
-``gateway.scope.passes.PASSES`` over the guard's parse tree and returns the
-rewritten Cypher, which references ``$<policy.scope.scope_parameter>``; the
-core service injects the caller's layer ids under that key. Constructs the
-passes cannot scope raise :class:`ScopeUnsupported` (rule ``scope.unsupported``).
+``plan(parsed, policy, tool, principal)`` returns a :class:`ScopePlan` holding
+everything the scope layer contributes to a request:
+
+* ``cypher``: the query rewritten by the passes of ``passes.PASSES`` so that
+  every pattern only matches elements in the caller's layers (layer 1). It
+  references ``$<policy.scope.scope_parameter>``;
+* ``params``: that parameter with the caller's layer ids, to be injected last;
+* ``result_check``: the caller's scope for the sandbox's check of every
+  returned element (layer 2, ``sandbox/scope_check.py``);
+* ``withhold_error_details``: whether Neo4j's error messages are reduced to
+  their code (they can quote values of hidden elements).
+
+Both layers read the hidden relationship types from one call,
+``policy.hidden_relationship_types(tool)``. A construct the rewrite cannot
+scope refuses the request (``QueryRejected``, rule ``scope.unsupported``).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pydantic import BaseModel, ConfigDict
 
-from gateway.guard.parse import ParsedQuery
+from gateway.cypher import ParsedQuery
+from gateway.errors import Neo4jRefused
 from gateway.policy import Policy, ToolName
-from gateway.scope.passes import PASSES, ScopeUnsupported, run_passes
+from gateway.scope.passes import PASSES, SCOPERS, run_passes
+from gateway.scope.predicates import Predicates
+from sandbox.wire import ScopeCheck
 
-__all__ = ["PASSES", "ScopeUnsupported", "ScopedQuery", "rewrite"]
+if TYPE_CHECKING:
+    from gateway.service import LayerSwitches, Principal
+
+__all__ = ["PASSES", "SCOPERS", "ScopePlan", "plan", "withheld_details"]
 
 
-class ScopedQuery(BaseModel):
+class ScopePlan(BaseModel):
+    """The scope layer's part of one request (see the module docstring)."""
+
     model_config = ConfigDict(frozen=True)
 
     cypher: str
+    params: dict[str, Any]
+    result_check: ScopeCheck | None
+    withhold_error_details: bool
 
 
-def rewrite(parsed: ParsedQuery, *, policy: Policy, tool: ToolName) -> ScopedQuery:
-    return ScopedQuery(cypher=run_passes(parsed, policy=policy, tool=tool))
+def plan(
+    query: ParsedQuery | str,
+    policy: Policy,
+    tool: ToolName,
+    principal: Principal,
+    layers: LayerSwitches | None = None,
+) -> ScopePlan:
+    """The scope plan for ``query`` asked by ``principal`` through ``tool``.
+
+    ``layers`` switches layer 1 (``scope_rewrite``) or layer 2 (``result_check``) off, only so
+    tests can prove each other layer holds alone; ``query`` may stay unparsed only when the
+    rewrite is off.
+    """
+    rewrite_on = layers is None or layers.scope_rewrite
+    check_on = layers is None or layers.result_check
+    settings = policy.scope
+    hidden = sorted(policy.hidden_relationship_types(tool))
+    layer_ids = sorted(principal.scope)
+    if not rewrite_on:
+        cypher = query if isinstance(query, str) else query.text
+    elif isinstance(query, str):
+        raise TypeError("the scope rewrite works on a parsed query")
+    else:
+        predicates = Predicates(settings.layers_property, settings.scope_parameter, tuple(hidden))
+        cypher = run_passes(query, policy=policy, predicates=predicates)
+    result_check = (
+        ScopeCheck(layers_property=settings.layers_property, layers=layer_ids, hidden_relationship_types=hidden)
+        if check_on
+        else None
+    )
+    return ScopePlan(
+        cypher=cypher,
+        params={settings.scope_parameter: layer_ids},
+        result_check=result_check,
+        withhold_error_details=rewrite_on,
+    )
+
+
+def withheld_details(error: Neo4jRefused) -> Neo4jRefused:
+    """A runtime error can carry a property value, quoted or not.
+
+    ``Text cannot be parsed to a Date "…"`` (sent with a SyntaxError code),
+    ``Unknown coordinate reference system: <any string>``, ``MonthOfYear …: <any int>``:
+    and Neo4j does not promise to evaluate the scope predicate before the agent's
+    own expressions, so the value could belong to a hidden element. With scope on,
+    only Neo4j's error code goes back; the guard has already parsed the query, so
+    little help is lost.
+    """
+    code = error.neo4j_code or "Neo.ClientError"
+    return Neo4jRefused(
+        f"{code} (details withheld: Neo4j's message can quote data outside your scope)", error.neo4j_code
+    )

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.guard import ast
-from gateway.guard.parse import ParsedQuery
+from gateway.cypher import ParsedQuery, ast
 
 
 @dataclass(frozen=True)

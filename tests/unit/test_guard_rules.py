@@ -26,8 +26,10 @@ def test_rule_ids_are_unique_and_each_has_a_sentence() -> None:
 
 
 def test_non_string_parameter_key_is_rejected() -> None:
+    # Parameter names are the request's shape, checked once where a request enters (input.invalid).
     decision = check("RETURN 1 AS x", {1: "x"}, "analyze", DEFAULT)  # type: ignore[dict-item]
-    assert (decision.allowed, decision.rule) == (False, "param.invalid")
+    assert (decision.allowed, decision.rule) == (False, "input.invalid")
+    assert check("RETURN 1 AS x", {"": "x"}, "analyze", DEFAULT).rule == "input.invalid"
 
 
 def test_non_string_query_is_rejected_not_raised() -> None:
@@ -42,8 +44,12 @@ def test_unknown_tool_is_rejected() -> None:
 
 def test_denied_label_anywhere() -> None:
     policy = _with(denied_labels=frozenset({"Secret"}))
-    for query in ("MATCH (s:Secret) RETURN s", "MATCH (n) WHERE n:Secret RETURN n",
-                  "MATCH (n) WHERE EXISTS { (n)-->(:Secret) } RETURN n", "MATCH (n:`Secret`) RETURN n"):
+    for query in (
+        "MATCH (s:Secret) RETURN s",
+        "MATCH (n) WHERE n:Secret RETURN n",
+        "MATCH (n) WHERE EXISTS { (n)-->(:Secret) } RETURN n",
+        "MATCH (n:`Secret`) RETURN n",
+    ):
         decision = check(query, {}, "analyze", policy)
         assert decision.rule == "label.denied", query
     assert check("MATCH (s:Public) RETURN s", {}, "analyze", policy).allowed

@@ -20,11 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway import guard, scope
-from gateway.guard import ast
-from gateway.guard.parse import ParsedQuery, parse
+from gateway.cypher import ParsedQuery, ast, parse
+from gateway.errors import QueryRejected
 from gateway.policy import load_policy
+from gateway.service import Principal
 
 POLICY = load_policy()
+ANYONE = Principal(name="scope-invariants")
 CORPUS = Path(__file__).resolve().parent / "corpus" / "guard.jsonl"
 
 ADVERSARIAL_WHERE = [
@@ -124,8 +126,8 @@ def _rewrite(query: str) -> str | None:
     if not decision.allowed or decision.parsed is None:
         return None
     try:
-        return scope.rewrite(decision.parsed, policy=POLICY, tool="analyze").cypher
-    except scope.ScopeUnsupported:
+        return scope.plan(decision.parsed, POLICY, "analyze", ANYONE).cypher
+    except QueryRejected:
         return None
 
 
@@ -152,8 +154,19 @@ def test_every_corpus_read_rewrites_to_a_closed_query() -> None:
 
 
 _ATOMS = st.sampled_from(
-    ["true", "false", "a.x = 1", "a.id = 'fact-b1'", "a:Secret", "a.x IS NULL", "(a)-->(:Fact)",
-     "a.x IN [1, 2]", "EXISTS { (a)-->(b) WHERE b.x = 1 OR true }", "$p = 1", "NOT a.y"]
+    [
+        "true",
+        "false",
+        "a.x = 1",
+        "a.id = 'fact-b1'",
+        "a:Secret",
+        "a.x IS NULL",
+        "(a)-->(:Fact)",
+        "a.x IN [1, 2]",
+        "EXISTS { (a)-->(b) WHERE b.x = 1 OR true }",
+        "$p = 1",
+        "NOT a.y",
+    ]
 )
 
 
@@ -181,4 +194,4 @@ def test_random_where_shapes_keep_the_scope_predicate_at_the_root(where: str, ta
         decision = guard.check(query, {"p": 1}, "analyze", POLICY)
         if not decision.allowed or decision.parsed is None:
             continue
-        assert_closed(scope.rewrite(decision.parsed, policy=POLICY, tool="analyze").cypher)
+        assert_closed(scope.plan(decision.parsed, POLICY, "analyze", ANYONE).cypher)

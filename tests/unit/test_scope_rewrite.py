@@ -7,22 +7,25 @@ import re
 import pytest
 
 from gateway import guard, scope
+from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
+from gateway.service import Principal
 
 POLICY = load_policy()
+ANYONE = Principal(name="scope-rewrite")
 
 
 def rewritten(cypher: str, tool: str = "analyze", policy: Policy = POLICY) -> str:
     decision = guard.check(cypher, {}, tool, policy)  # type: ignore[arg-type]
     assert decision.allowed and decision.parsed is not None, decision.reason
-    return scope.rewrite(decision.parsed, policy=policy, tool=tool).cypher  # type: ignore[arg-type]
+    return scope.plan(decision.parsed, policy, tool, ANYONE).cypher  # type: ignore[arg-type]
 
 
 def refusal(cypher: str) -> str:
     decision = guard.check(cypher, {}, "analyze", POLICY)
     assert decision.parsed is not None, decision.reason
-    with pytest.raises(scope.ScopeUnsupported) as info:
-        scope.rewrite(decision.parsed, policy=POLICY, tool="analyze")
+    with pytest.raises(QueryRejected) as info:
+        scope.plan(decision.parsed, POLICY, "analyze", ANYONE)
     assert info.value.rule == "scope.unsupported"
     return info.value.reason
 
@@ -76,7 +79,7 @@ def test_every_pattern_construct_is_scoped(cypher: str, marker: str) -> None:
 def test_bookkeeping_relationships_are_excluded_unless_the_policy_allows_them() -> None:
     assert "NOT type(__gw_r) IN ['CONTRADICTS', 'SUPERSEDES']" in rewritten("MATCH (a)-->(b) RETURN b")
     # Allowing bookkeeping takes both settings: the default policy also lists them as denied types,
-    # which stay hidden (the same set layer 2 hides, gateway.service.Gateway._hidden_names).
+    # which stay hidden (Policy.hidden_relationship_types: the same set layer 2 hides).
     tools = {n: t.model_copy(update={"denied_relationship_types": frozenset()}) for n, t in POLICY.tools.items()}
     allowing = POLICY.model_copy(
         update={
@@ -123,8 +126,8 @@ def test_a_query_referencing_the_reserved_scope_parameter_is_refused() -> None:
     # Guard rejects a caller-supplied key; the rewrite also refuses the text naming it.
     decision = guard.check("MATCH (a) WHERE $__gw_scope IS NOT NULL RETURN a", {}, "analyze", POLICY)
     if decision.parsed is not None and decision.allowed:
-        with pytest.raises(scope.ScopeUnsupported):
-            scope.rewrite(decision.parsed, policy=POLICY, tool="analyze")
+        with pytest.raises(QueryRejected, match=r"scope\.unsupported"):
+            scope.plan(decision.parsed, POLICY, "analyze", ANYONE)
     else:
         assert decision.rule is not None
 
@@ -202,8 +205,8 @@ def test_a_condition_inside_a_pattern_with_no_element_to_check_first_is_refused(
     # `1 / $x` would run per candidate, hidden ones too: whether it fails says a hidden match exists.
     decision = guard.check("MATCH (a) (()-->() WHERE 1 / $x = 1){1,2} (b) RETURN b", {"x": 0}, "analyze", POLICY)
     assert decision.parsed is not None, decision.reason
-    with pytest.raises(scope.ScopeUnsupported, match="names no element of its pattern"):
-        scope.rewrite(decision.parsed, policy=POLICY, tool="analyze")
+    with pytest.raises(QueryRejected, match=r"scope\.unsupported: .*names no element of its pattern"):
+        scope.plan(decision.parsed, POLICY, "analyze", ANYONE)
 
 
 def test_a_safe_all_over_the_patterns_own_path_stays_as_written() -> None:

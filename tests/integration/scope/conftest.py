@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from gateway import guard, scope
 from gateway.policy import Policy, ToolName, load_policy
+from gateway.service import Principal
 
 FIXTURE = Path(__file__).resolve().parent / "scope_fixture.cypher"
 _STATEMENT_END = re.compile(r";[ \t]*(?:\r?\n|$)")
@@ -95,7 +96,7 @@ def run_scoped(scope_graph: Any, policy: Policy) -> RunScoped:
         params = dict(params or {})
         decision = guard.check(cypher, params, tool, pol)
         assert decision.allowed and decision.parsed is not None, f"guard refused: {decision.rule} {decision.reason}"
-        text = scope.rewrite(decision.parsed, policy=pol, tool=tool).cypher if rewrite else cypher
+        text = scope.plan(decision.parsed, pol, tool, Principal(name="run-scoped")).cypher if rewrite else cypher
         params[pol.scope.scope_parameter] = sorted(layers)
 
         def work(tx: Any) -> tuple[list[str], list[list[Any]]]:

@@ -304,7 +304,7 @@ def test_error_messages_carry_no_unquoted_values(
     sandbox_runner: SandboxRunner, L: str, expression: str, leaked: str
 ) -> None:
     # These messages carry the value without quotes, through the intermediate-node oracle above;
-    # with scope on, gateway.service.withheld_details returns only Neo4j's error code.
+    # with scope on, gateway.scope.withheld_details returns only Neo4j's error code.
     cypher = (
         "MATCH (x:" + L + " {name: 'g1'})-->(y)-->(z) "
         "WHERE CASE WHEN y.name STARTS WITH 'hidden' THEN " + expression + " ELSE null END IS NULL RETURN z.name"

@@ -2,7 +2,7 @@
 
 Each test runs the agent's query twice with the direct (write) driver: as written,
 to prove the fixture really contains what must stay hidden (so the assertion can
-fail), and rewritten by ``gateway.scope.rewrite`` with the reserved scope
+fail), and rewritten by ``gateway.scope.plan`` with the reserved scope
 parameter. Complements tests/test_scope_neo4j.py (the shared memory fixture) with
 edge cases: malformed ``layers`` values, hidden relationships between visible
 nodes, counts, NOT pattern predicates, bookkeeping edges under both policies, GQL
@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from gateway import guard, scope
+from gateway.errors import QueryRejected
 from gateway.policy import Policy, ToolName, load_policy
+from gateway.service import Principal
 
 pytestmark = pytest.mark.integration
 
@@ -27,6 +29,7 @@ SCOPE_PARAM = POLICY.scope.scope_parameter
 A = ["project-a"]
 B = ["project-b"]
 GLOBAL: list[str] = []
+ANYONE = Principal(name="scope-attacks")
 
 # g1, g2 global (g1 an empty list, g2 no property); a1 project-a; b1 project-b; ab both;
 # m1..m4 malformed layers values (a string naming project-a, '', an integer, a boolean).
@@ -62,7 +65,7 @@ def session(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[Any]:
 def rewritten(cypher: str, tool: ToolName = "analyze", policy: Policy = POLICY) -> str:
     decision = guard.check(cypher, {}, tool, policy)
     assert decision.allowed and decision.parsed is not None, decision.reason
-    return scope.rewrite(decision.parsed, policy=policy, tool=tool).cypher
+    return scope.plan(decision.parsed, policy, tool, ANYONE).cypher
 
 
 def run(session: Any, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -288,8 +291,8 @@ def test_gql_selectors_are_refused_because_neo4j_filters_after_selecting(session
         ),
     )
     assert ["g1", "g2"] not in [row["name"] for row in selected_then_filtered]
-    with pytest.raises(scope.ScopeUnsupported, match="selector"):
-        scope.rewrite(parsed, policy=POLICY, tool="analyze")
+    with pytest.raises(QueryRejected, match=r"scope\.unsupported: .*selector"):
+        scope.plan(parsed, POLICY, "analyze", ANYONE)
 
 
 def test_returned_paths_hold_only_visible_elements(session: Any) -> None:
@@ -431,5 +434,5 @@ def test_names_in_the_generated_namespace_are_refused(cypher: str) -> None:
     # refuses the whole query); a clear scope.unsupported is the honest answer.
     parsed = guard.check(cypher, {}, "analyze", POLICY).parsed
     assert parsed is not None
-    with pytest.raises(scope.ScopeUnsupported, match="reserved"):
-        scope.rewrite(parsed, policy=POLICY, tool="analyze")
+    with pytest.raises(QueryRejected, match=r"scope\.unsupported: .*reserved"):
+        scope.plan(parsed, POLICY, "analyze", ANYONE)

@@ -15,10 +15,14 @@ from typing import Any
 import pytest
 
 from gateway import guard, scope
-from gateway.guard import ast
+from gateway.cypher import ast
+from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
+from gateway.service import Principal
 
 pytestmark = pytest.mark.integration
+
+ANYONE = Principal(name="scope-corpus")
 
 CORPUS = Path(__file__).parent / "corpus" / "guard.jsonl"
 POLICIES: dict[str, Policy] = {
@@ -42,8 +46,9 @@ def test_rewritten_corpus_plans_on_neo4j(neo4j_driver: Any, neo4j_connection: An
             decision = guard.check(case["query"], case["params"], case["tool"], policy)
             assert decision.allowed and decision.parsed is not None, (case["id"], decision.reason)
             try:
-                cypher = scope.rewrite(decision.parsed, policy=policy, tool=case["tool"]).cypher
-            except scope.ScopeUnsupported as exc:
+                cypher = scope.plan(decision.parsed, policy, case["tool"], ANYONE).cypher
+            except QueryRejected as exc:
+                assert exc.rule == "scope.unsupported", exc
                 refused.append((case["id"], str(exc)))
                 continue
             if any(True for _ in decision.parsed.find_all(ast.PatternPart)):

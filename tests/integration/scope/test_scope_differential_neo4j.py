@@ -22,12 +22,14 @@ from neo4j.exceptions import CypherSyntaxError
 
 from gateway import guard, scope
 from gateway.policy import load_policy
+from gateway.service import Principal
 from tests.test_scope_attacks_neo4j import SEED
 
 pytestmark = pytest.mark.integration
 
 POLICY = load_policy()
 SCOPE_PARAM = POLICY.scope.scope_parameter
+ANYONE = Principal(name="scope-differential")
 HIDDEN_TYPES = set(POLICY.scope.bookkeeping_relationship_types) | set(POLICY.tool("analyze").denied_relationship_types)
 FULL = "ScopeD"
 SCOPES: dict[str, list[str]] = {"ScopeDa": ["project-a"], "ScopeDb": ["project-b"], "ScopeDg": []}
@@ -121,7 +123,7 @@ def test_scoped_answers_equal_answers_on_the_visible_subgraph(session: Any, labe
         original = template.format(L=label)
         decision = guard.check(template.format(L=FULL), {}, "analyze", POLICY)
         assert decision.allowed and decision.parsed is not None, (template, decision.reason)
-        scoped = scope.rewrite(decision.parsed, policy=POLICY, tool="analyze").cypher
+        scoped = scope.plan(decision.parsed, POLICY, "analyze", ANYONE).cypher
         try:
             expected = normalized(session.run(original).data())
         except CypherSyntaxError:

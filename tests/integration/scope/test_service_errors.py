@@ -16,7 +16,8 @@ from gateway.domain import Principal
 from gateway.errors import Neo4jRefused
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
-from gateway.service import Gateway, withheld_details
+from gateway.scope import withheld_details
+from gateway.service import Gateway
 
 pytest_plugins = ["tests.conftest_sandbox"]
 

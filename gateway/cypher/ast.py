@@ -6,6 +6,12 @@ splice the original text at these offsets (see ``ParsedQuery.rewrite``) rather
 than regenerating it, so whatever the tree does not model precisely is
 preserved byte for byte.
 
+Parentheses around an expression are a :class:`Paren` node, so every node's
+span is balanced: wrapping ``text[node.start:node.end]`` in new text can never
+split a bracket pair. Every name a query binds is a :class:`Variable` node
+(pattern elements, path names, ``AS`` aliases, ``UNWIND`` and comprehension
+variables). Kinds and operators are ``Literal`` string types.
+
 Walk a tree with ``node.walk()`` (pre-order, every descendant, into subqueries,
 pattern comprehensions and EXISTS/COUNT/COLLECT blocks) or
 ``node.find_all(Match, NodePattern)``.
@@ -14,44 +20,47 @@ pattern comprehensions and EXISTS/COUNT/COLLECT blocks) or
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 N = TypeVar("N", bound="Node")
+
+LiteralKind = typing.Literal["string", "number", "boolean", "null"]
+BinaryOperator = typing.Literal[
+    "OR", "XOR", "AND", "=", "<>", "<", ">", "<=", ">=", "=~", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS",
+    "+", "-", "*", "/", "%", "^", "||",
+]  # fmt: skip
+UnaryOperator = typing.Literal["NOT", "-", "+"]
+QuantifierKind = typing.Literal["all", "any", "none", "single"]
+SubqueryKind = typing.Literal["EXISTS", "COUNT", "COLLECT"]
+MapProjectionKind = typing.Literal["property", "all", "literal", "variable"]
+LabelOperator = typing.Literal["|", "&"]
+Direction = typing.Literal["->", "<-", "--"]
+ForbiddenCategory = typing.Literal["write", "admin", "load_csv", "use"]
+StatementPrefix = typing.Literal["EXPLAIN", "PROFILE"]
 
 
 @dataclass(eq=False)
 class Node:
     start: int
     end: int
-    _child_fields: ClassVar[dict[type, tuple[str, ...]]] = {}
 
     def children(self) -> list[Node]:
         """Direct children, in source order."""
-        cls = type(self)
-        names = Node._child_fields.get(cls)
-        if names is None:
-            names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("start", "end"))
-            Node._child_fields[cls] = names
         out: list[Node] = []
-        for name in names:
+        for name in _child_fields(type(self)):
             value = getattr(self, name)
-            if isinstance(value, Node):
+            if isinstance(value, list):
+                out.extend(value)
+            elif value is not None:
                 out.append(value)
-            elif isinstance(value, list):
-                out.extend(item for item in value if isinstance(item, Node))
         return out
 
     def walk(self) -> Iterator[Node]:
         """Every node of this subtree, pre-order (iterative: deep trees cannot overflow the stack)."""
-        stack: list[Node] = [self]
-        while stack:
-            node = stack.pop()
-            yield node
-            kids = node.children()
-            kids.reverse()
-            stack.extend(kids)
+        return walk([self])
 
     def find_all(self, *types: type[N]) -> Iterator[N]:
         for node in self.walk():
@@ -69,8 +78,15 @@ class Expr(Node):
 
 @dataclass(eq=False)
 class Literal(Expr):
-    kind: str  # "string" | "number" | "boolean" | "null"
+    kind: LiteralKind
     value: str | float | int | bool | None
+
+
+@dataclass(eq=False)
+class Paren(Expr):
+    """``( expression )``: the span includes both parentheses."""
+
+    expression: Expr
 
 
 @dataclass(eq=False)
@@ -120,14 +136,14 @@ class Slice(Expr):
 
 @dataclass(eq=False)
 class BinaryOp(Expr):
-    op: str  # OR XOR AND = <> < > <= >= =~ IN STARTS_WITH ENDS_WITH CONTAINS + - * / % ^ ||
+    op: BinaryOperator
     left: Expr
     right: Expr
 
 
 @dataclass(eq=False)
 class UnaryOp(Expr):
-    op: str  # NOT, -, +
+    op: UnaryOperator
     operand: Expr
 
 
@@ -185,7 +201,7 @@ class ListComprehension(Expr):
 class Quantified(Expr):
     """``all/any/none/single(x IN list WHERE pred)``."""
 
-    quantifier: str
+    quantifier: QuantifierKind
     variable: Variable
     source: Expr
     where: Expr | None
@@ -222,7 +238,7 @@ class SubqueryExpr(Expr):
     Either ``body`` (a full query) or ``patterns`` (+ optional ``where``) is set.
     """
 
-    kind: str  # "EXISTS" | "COUNT" | "COLLECT"
+    kind: SubqueryKind
     body: QueryBody | None
     patterns: list[PatternPart]
     where: Expr | None
@@ -230,7 +246,7 @@ class SubqueryExpr(Expr):
 
 @dataclass(eq=False)
 class MapProjectionItem(Node):
-    kind: str  # "property" (.name) | "all" (.*) | "literal" (key: expr) | "variable" (v)
+    kind: MapProjectionKind  # .name | .* | key: expr | v
     key: str | None
     value: Expr | None
 
@@ -261,12 +277,19 @@ class LabelNot(Node):
 
 @dataclass(eq=False)
 class LabelBinary(Node):
-    op: str  # "|" or "&" (":" between labels is "&")
+    op: LabelOperator  # ":" between labels is "&"
     left: LabelNode
     right: LabelNode
 
 
-LabelNode = LabelName | LabelWildcard | LabelNot | LabelBinary
+@dataclass(eq=False)
+class LabelParen(Node):
+    """``( label expression )``: the span includes both parentheses."""
+
+    operand: LabelNode
+
+
+LabelNode = LabelName | LabelWildcard | LabelNot | LabelBinary | LabelParen
 
 
 @dataclass(eq=False)
@@ -307,7 +330,7 @@ class VarLength(Node):
 @dataclass(eq=False)
 class RelPattern(Node):
     variable: Variable | None
-    direction: str  # "->", "<-", "--"
+    direction: Direction
     types: LabelExpression | None
     length: VarLength | None
     properties: Expr | None
@@ -363,7 +386,7 @@ class Match(Clause):
 @dataclass(eq=False)
 class ReturnItem(Node):
     expression: Expr
-    alias: str | None
+    alias: Variable | None
 
 
 @dataclass(eq=False)
@@ -413,8 +436,8 @@ class CallSubquery(Clause):
 
 @dataclass(eq=False)
 class YieldItem(Node):
-    name: str
-    alias: str | None
+    name: str  # the procedure's output field; bound as a variable of that name unless aliased
+    alias: Variable | None
 
 
 @dataclass(eq=False)
@@ -437,11 +460,10 @@ class Forbidden(Clause):
     """A clause or command the gateway never runs, kept so a rule can name it.
 
     Its tokens are skipped, not parsed: the whole query is rejected anyway.
-    ``category`` is "write", "admin", "load_csv" or "use".
     """
 
     keyword: str  # "CREATE", "DETACH DELETE", "LOAD CSV", "SHOW", "USE", …
-    category: str
+    category: ForbiddenCategory
 
 
 # ---------------------------------------------------------------- queries
@@ -463,7 +485,50 @@ QueryBody = SingleQuery | Union
 
 @dataclass(eq=False)
 class Statement(Node):
-    prefix: str | None  # "EXPLAIN" | "PROFILE"
+    prefix: StatementPrefix | None
     cypher_version: str | None  # "5" from ``CYPHER 5``
     options: list[str]  # ``CYPHER runtime=slotted`` -> ["runtime=slotted"]
     body: QueryBody
+
+
+def unparen(expr: Expr) -> Expr:
+    """``expr`` without the parentheses around it: ``((x))`` is ``x``."""
+    while isinstance(expr, Paren):
+        expr = expr.expression
+    return expr
+
+
+# Field annotations that never hold a node; the walk skips them. Any other field is looked
+# into, so a field added later is walked unless it is listed here.
+_SCALAR_FIELDS = frozenset(
+    {"bool", "int", "int | None", "str", "str | None", "list[bool]", "list[str]", "str | float | int | bool | None",
+     "BinaryOperator", "Direction", "ForbiddenCategory", "LabelOperator", "LiteralKind", "MapProjectionKind",
+     "QuantifierKind", "StatementPrefix | None", "SubqueryKind", "UnaryOperator"}
+)  # fmt: skip
+_CHILD_FIELDS: dict[type[Node], tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type[Node]) -> tuple[str, ...]:
+    """The fields of ``cls`` that can hold nodes (a field holding a list holds nodes only), in source order."""
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = _CHILD_FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls) if f.name not in ("start", "end") and f.type not in _SCALAR_FIELDS
+        )
+    return names
+
+
+def walk(roots: list[Node] | list[Statement]) -> Iterator[Node]:
+    """Every node under ``roots``, pre-order, with an explicit stack (no recursion, however deep)."""
+    stack: list[Node] = list(reversed(roots))
+    fields = _CHILD_FIELDS
+    while stack:
+        node = stack.pop()
+        yield node
+        names = fields.get(type(node)) or _child_fields(type(node))
+        for name in reversed(names):
+            value = getattr(node, name)
+            if isinstance(value, list):
+                stack.extend(reversed(value))
+            elif value is not None:
+                stack.append(value)

@@ -19,30 +19,41 @@ The lexer follows Neo4j's own lexical rules where a guard could be fooled:
 * ``name$x`` is one identifier to Neo4j but a name and a parameter here, so a
   parameter glued to a preceding name is refused;
 * anything else (an unknown character, an unterminated string or comment) is a
-  :class:`LexError`, so the guard fails closed.
+  :class:`~gateway.cypher.errors.CypherSyntaxError`, so the guard fails closed.
+
+Brackets are paired here: every opening bracket records the index of its closing
+token (and vice versa), so the parser can look past a parenthesised group in
+O(1), and an unbalanced query is refused before parsing. Nesting deeper than
+``max_depth`` brackets is :class:`~gateway.cypher.errors.CypherTooDeep`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
+
+from gateway.cypher.errors import CypherSyntaxError, CypherTooDeep
 
 
-class LexError(Exception):
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
+class TokenKind(Enum):
+    ID = "identifier"  # unquoted name or keyword
+    QID = "quoted identifier"  # `backticked`
+    STR = "string"
+    NUM = "number"
+    PARAM = "parameter"
+    OP = "operator"  # punctuation and symbolic operators, brackets included
+    EOF = "end of query"
 
 
 @dataclass(slots=True)
 class Token:
-    kind: str  # ID, QID (backticked), STR, NUM, PARAM, OP, EOF
+    kind: TokenKind
     value: str  # identifier text (unescaped for QID), operator text, parameter name, raw number/string
     start: int
     end: int
     upper: str = ""  # keyword form of an unquoted identifier; "" for everything else
-    match: int = -1  # for an opening bracket: index of its closing token (and vice versa)
+    match: int = -1  # for a bracket: index of its partner token
 
 
 # Order matters: longer operators before their prefixes; ``..`` before numbers like ``.5``.
@@ -74,27 +85,36 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
 
-def tokenize(text: str) -> tuple[list[Token], int]:
-    """Return the tokens (ending with EOF) and the deepest bracket nesting.
+# Token kinds as module constants: looking up an Enum member costs more than building the token.
+_ID, _QID, _STR, _NUM, _PARAM, _OP, _EOF = (
+    TokenKind.ID, TokenKind.QID, TokenKind.STR, TokenKind.NUM, TokenKind.PARAM, TokenKind.OP, TokenKind.EOF,
+)  # fmt: skip
 
-    Brackets are matched here so the parser can look past a parenthesised group
-    in O(1), and so an unbalanced query is refused before parsing.
+
+def tokenize(text: str, *, max_depth: int | None = None) -> list[Token]:
+    """The tokens of ``text``, ending with an EOF token.
+
+    Raises :class:`CypherSyntaxError` for text Neo4j would read differently or not
+    at all, and :class:`CypherTooDeep` when brackets nest deeper than ``max_depth``
+    (checked after the whole text is read, so a lexical error anywhere wins).
     """
     if "\\u" in text:
         for esc in _UNICODE_ESCAPE.finditer(text):
             if esc.group(1) is None:
                 # Neo4j refuses a \u without four hex digits anywhere, even in a comment.
-                raise LexError("\\u must be followed by four hexadecimal digits", esc.start())
+                raise CypherSyntaxError("\\u must be followed by four hexadecimal digits", text, esc.start())
             decoded = chr(int(esc.group(1), 16))
             if not decoded.isalnum():
-                raise LexError(
+                raise CypherSyntaxError(
                     f"the escape {esc.group()} decodes to {decoded!r}, which Neo4j applies before reading "
                     "strings and comments; write the character itself",
+                    text,
                     esc.start(),
                 )
     tokens: list[Token] = []
     stack: list[int] = []
-    max_depth = 0
+    deepest = 0
+    deepest_at = 0
     # Every match is optional leading whitespace plus one token (the named group).
     for m in _MASTER.finditer(text):
         kind = m.lastgroup
@@ -105,50 +125,54 @@ def tokenize(text: str) -> tuple[list[Token], int]:
             continue
         if kind == "LCOMMENT":
             if _ODD_LINE_BREAK.search(m.group(kind)):
-                raise LexError("a // comment contains an unusual line separator", start)
+                raise CypherSyntaxError("a // comment contains an unusual line separator", text, start)
             continue
         if kind == "ID":
             value = m.group(kind)
-            tokens.append(Token("ID", value, start, end, value.upper()))
+            tokens.append(Token(_ID, value, start, end, value.upper()))
         elif kind == "OP":
             value = m.group(kind)
-            tok = Token("OP", value, start, end)
+            tok = Token(_OP, value, start, end)
             if value in _OPENERS:
                 stack.append(len(tokens))
-                if len(stack) > max_depth:
-                    max_depth = len(stack)
+                if len(stack) > deepest:
+                    deepest, deepest_at = len(stack), start
             elif value in _CLOSERS:
                 if not stack or tokens[stack[-1]].value != _CLOSERS[value]:
-                    raise LexError(f"unbalanced {value!r}", start)
+                    raise CypherSyntaxError(f"unbalanced {value!r}", text, start)
                 opener = stack.pop()
                 tokens[opener].match = len(tokens)
                 tok.match = opener
             tokens.append(tok)
         elif kind == "QID":
-            tokens.append(Token("QID", m.group(kind)[1:-1].replace("``", "`"), start, end))
+            tokens.append(Token(_QID, m.group(kind)[1:-1].replace("``", "`"), start, end))
         elif kind == "PARAM":
-            if tokens and tokens[-1].end == start and tokens[-1].kind in ("ID", "NUM"):
+            if tokens and tokens[-1].end == start and tokens[-1].kind in (_ID, _NUM):
                 # Neo4j reads "name$x" as one identifier ($ is a Java identifier part).
-                raise LexError("'$' directly after a name; put a space before the parameter", start)
+                raise CypherSyntaxError("'$' directly after a name; put a space before the parameter", text, start)
             name = m.group(kind)[1:]
             if name.startswith("`"):
                 name = name[1:-1].replace("``", "`")
-            tokens.append(Token("PARAM", name, start, end))
-        elif kind in ("STR", "NUM"):
-            tokens.append(Token(kind, m.group(kind), start, end))
+            tokens.append(Token(_PARAM, name, start, end))
+        elif kind == "STR":
+            tokens.append(Token(_STR, m.group(kind), start, end))
+        elif kind == "NUM":
+            tokens.append(Token(_NUM, m.group(kind), start, end))
         elif kind == "BADCOMMENT":
-            raise LexError("unterminated block comment", start)
+            raise CypherSyntaxError("unterminated block comment", text, start)
         elif kind == "BADSTR":
-            raise LexError("unterminated string literal", start)
+            raise CypherSyntaxError("unterminated string literal", text, start)
         elif kind == "BADQID":
-            raise LexError("unterminated backticked name", start)
+            raise CypherSyntaxError("unterminated backticked name", text, start)
         else:
-            raise LexError(f"unexpected character {m.group(kind)!r}", start)
+            raise CypherSyntaxError(f"unexpected character {m.group(kind)!r}", text, start)
     if stack:
         opener_tok = tokens[stack[-1]]
-        raise LexError(f"unclosed {opener_tok.value!r}", opener_tok.start)
-    tokens.append(Token("EOF", "", len(text), len(text)))
-    return tokens, max_depth
+        raise CypherSyntaxError(f"unclosed {opener_tok.value!r}", text, opener_tok.start)
+    if max_depth is not None and deepest > max_depth:
+        raise CypherTooDeep(f"brackets nest {deepest} levels deep; the limit is {max_depth}", text, deepest_at)
+    tokens.append(Token(_EOF, "", len(text), len(text)))
+    return tokens
 
 
 _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", "'": "'", '"': '"', "\\": "\\"}

@@ -4,63 +4,96 @@ It accepts what an agent's read query needs (MATCH, OPTIONAL MATCH, WITH,
 RETURN, UNWIND, UNION, CALL subqueries, procedure calls, EXISTS/COUNT/COLLECT,
 pattern and list comprehensions, map projections, quantified path patterns,
 shortest paths, label expressions, type predicates) and produces
-``gateway.guard.ast`` nodes. Write clauses, admin commands, ``USE`` and
+``gateway.cypher.ast`` nodes. Write clauses, admin commands, ``USE`` and
 ``LOAD CSV`` are recognised at clause position and recorded as ``Forbidden``
 nodes (their tokens are skipped: the query is refused anyway). Anything else
-it does not understand raises :class:`ParseError`: the guard fails closed.
+it does not understand raises :class:`CypherSyntaxError`: the guard fails closed.
 
 Linear time: no backtracking; a parenthesised group is classified (pattern or
 expression) by looking at the token after its matching bracket, which the
-lexer has already paired.
+lexer has already paired. Every construct that can nest inside itself is parsed
+inside ``with self.nested():``, which bounds the depth (:class:`CypherTooDeep`)
+long before Python's own recursion limit.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Callable
+from types import TracebackType
+from typing import Final, TypeVar
 
-from gateway.guard import ast as a
-from gateway.guard.facts import Facts, note_fact
-from gateway.guard.lexer import Token, string_value
+from gateway.cypher import ast as a
+from gateway.cypher.errors import CypherSyntaxError, CypherTooDeep
+from gateway.cypher.tokens import Token, TokenKind, string_value
 
-_N = TypeVar("_N", bound=a.Node)
+# Bracket-free nesting (NOT NOT …, - - …, CASE inside CASE) is counted by the
+# parser; this slack above the bracket limit keeps ordinary queries legal while
+# bounding the Python stack (~15 frames per level) far below the recursion limit.
+EXTRA_LOGICAL_DEPTH: Final = 8
 
-
-class ParseError(Exception):
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-
-
-class TooDeep(Exception):
-    def __init__(self, offset: int) -> None:
-        super().__init__("nesting too deep")
-        self.offset = offset
-
+# Token kinds as module constants: looking up an Enum member costs more than comparing it.
+_ID, _QID, _STR, _NUM, _PARAM, _OP, _EOF = (
+    TokenKind.ID, TokenKind.QID, TokenKind.STR, TokenKind.NUM, TokenKind.PARAM, TokenKind.OP, TokenKind.EOF,
+)  # fmt: skip
+_NAMES = (_ID, _QID)
+_T = TypeVar("_T")
 
 WRITE_KEYWORDS = frozenset({"CREATE", "INSERT", "MERGE", "SET", "REMOVE", "DELETE", "DETACH", "NODETACH", "FOREACH"})
 ADMIN_KEYWORDS = frozenset(
     {"DROP", "SHOW", "GRANT", "DENY", "REVOKE", "ALTER", "START", "STOP", "RENAME", "ENABLE",
      "DEALLOCATE", "REALLOCATE", "TERMINATE", "DRYRUN"}
-)
+)  # fmt: skip
 # CREATE followed by one of these is a schema/admin command, not a write clause.
 _CREATE_ADMIN = frozenset(
     {"INDEX", "CONSTRAINT", "USER", "ROLE", "DATABASE", "COMPOSITE", "ALIAS", "OR", "RANGE", "TEXT",
      "POINT", "LOOKUP", "FULLTEXT", "VECTOR", "BTREE", "SERVER"}
-)
+)  # fmt: skip
 READ_CLAUSE_KEYWORDS = frozenset({"MATCH", "OPTIONAL", "WITH", "RETURN", "UNWIND", "CALL", "FINISH", "USE", "LOAD"})
 CLAUSE_KEYWORDS = READ_CLAUSE_KEYWORDS | WRITE_KEYWORDS | ADMIN_KEYWORDS
-_COMPARISON = frozenset({"=", "<>", "<", ">", "<=", ">="})
-_QUANTIFIERS = frozenset({"ALL", "ANY", "NONE", "SINGLE"})
+# Token text -> the tree's operator, for each precedence level of binary operators.
+_OR: dict[str, a.BinaryOperator] = {"OR": "OR"}
+_XOR: dict[str, a.BinaryOperator] = {"XOR": "XOR"}
+_AND: dict[str, a.BinaryOperator] = {"AND": "AND"}
+_COMPARISON: dict[str, a.BinaryOperator] = {"=": "=", "<>": "<>", "<": "<", ">": ">", "<=": "<=", ">=": ">="}
+_ADDITIVE: dict[str, a.BinaryOperator] = {"+": "+", "-": "-", "||": "||"}
+_MULTIPLICATIVE: dict[str, a.BinaryOperator] = {"*": "*", "/": "/", "%": "%"}
+_POWER: dict[str, a.BinaryOperator] = {"^": "^"}
+_STRING_MATCH: dict[str, a.BinaryOperator] = {"STARTS": "STARTS_WITH", "ENDS": "ENDS_WITH"}
+_SIGN: dict[str, a.UnaryOperator] = {"-": "-", "+": "+"}
+_SUBQUERY: dict[str, a.SubqueryKind] = {"EXISTS": "EXISTS", "COUNT": "COUNT", "COLLECT": "COLLECT"}
+_PREFIX: dict[str, a.StatementPrefix] = {"EXPLAIN": "EXPLAIN", "PROFILE": "PROFILE"}
+_QUANTIFIERS: dict[str, a.QuantifierKind] = {"ALL": "all", "ANY": "any", "NONE": "none", "SINGLE": "single"}
 _TYPE_WORDS = frozenset(
     {"BOOL", "BOOLEAN", "VARCHAR", "STRING", "INT", "INTEGER", "SIGNED", "INTEGER8", "INTEGER16",
      "INTEGER32", "INTEGER64", "FLOAT", "FLOAT64", "DATE", "LOCAL", "ZONED", "TIME", "DATETIME",
      "WITHOUT", "TIMEZONE", "ZONE", "DURATION", "POINT", "NODE", "VERTEX", "RELATIONSHIP", "EDGE",
      "MAP", "LIST", "ARRAY", "PATH", "PROPERTY", "VALUE", "ANY", "NOTHING", "NULL"}
-)
+)  # fmt: skip
+
+
+class _Nesting:
+    """One level of nesting for the block it guards (one reused instance per parser)."""
+
+    __slots__ = ("_parser",)
+
+    def __init__(self, parser: Parser) -> None:
+        self._parser = parser
+
+    def __enter__(self) -> None:
+        parser = self._parser
+        parser.depth += 1
+        if parser.depth > parser.max_depth + EXTRA_LOGICAL_DEPTH:
+            raise parser.too_deep()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._parser.depth -= 1
 
 
 class Parser:
+    """Parse ``tokens`` (from :func:`~gateway.cypher.tokens.tokenize` over ``text``) into statements."""
+
     def __init__(self, text: str, tokens: list[Token], *, max_depth: int) -> None:
         self.text = text
         # Padding with EOF lets every lookahead index without a bounds check.
@@ -70,12 +103,7 @@ class Parser:
         self.depth = 0
         self.max_depth = max_depth
         self.no_label_pipe = False  # inside a comprehension's WHERE, "|" ends the predicate
-        self.facts = Facts()
-
-    def note(self, node: _N) -> _N:
-        """Record what a rule needs to know about a node as it is built (no second walk)."""
-        note_fact(node, self.facts, self.text)
-        return node
+        self._nesting = _Nesting(self)
 
     # ------------------------------------------------------------ token helpers
 
@@ -84,18 +112,18 @@ class Parser:
 
     def at_kw(self, *words: str, k: int = 0) -> bool:
         t = self.toks[self.pos + k]
-        return t.upper in words and t.kind == "ID"
+        return t.upper in words and t.kind is _ID
 
     def at_op(self, *ops: str, k: int = 0) -> bool:
         t = self.toks[self.pos + k]
-        return t.kind == "OP" and t.value in ops
+        return t.kind is _OP and t.value in ops
 
     def at_name(self, k: int = 0) -> bool:
-        return self.toks[self.pos + k].kind in ("ID", "QID")
+        return self.toks[self.pos + k].kind in _NAMES
 
     def advance(self) -> Token:
         t = self.toks[self.pos]
-        if t.kind != "EOF":
+        if t.kind is not _EOF:
             self.pos += 1
         return t  # EOF is sticky
 
@@ -105,12 +133,15 @@ class Parser:
     def accept_op(self, *ops: str) -> Token | None:
         return self.advance() if self.at_op(*ops) else None
 
-    def error(self, expected: str) -> ParseError:
+    def error(self, expected: str) -> CypherSyntaxError:
         t = self.peek()
-        found = "end of input" if t.kind == "EOF" else repr(self.text[t.start : t.end][:40])
-        line = self.text.count("\n", 0, t.start) + 1
-        col = t.start - (self.text.rfind("\n", 0, t.start) + 1) + 1
-        return ParseError(f"expected {expected} but found {found} at line {line}, column {col}", t.start)
+        found = "end of input" if t.kind is _EOF else repr(self.text[t.start : t.end][:40])
+        return CypherSyntaxError(f"expected {expected} but found {found}", self.text, t.start)
+
+    def too_deep(self) -> CypherTooDeep:
+        return CypherTooDeep(
+            f"expressions nest deeper than the limit of {self.max_depth} levels", self.text, self.peek().start
+        )
 
     def expect_kw(self, word: str) -> Token:
         if not self.at_kw(word):
@@ -131,59 +162,55 @@ class Parser:
     def last_end(self) -> int:
         return self.toks[self.pos - 1].end if self.pos else 0
 
-    def enter(self) -> None:
-        self.depth += 1
-        if self.depth > self.max_depth:
-            raise TooDeep(self.peek().start)
-
-    def leave(self) -> None:
-        self.depth -= 1
+    def nested(self) -> _Nesting:
+        """``with self.nested(): …`` parses the block one level deeper (bounded by ``max_depth``)."""
+        return self._nesting
 
     def at_rel_start(self, i: int) -> bool:
         """Does a relationship pattern start at token index i? (``-[``, ``--``, ``<-[``, ``<--``)"""
         t = self.toks
         if i + 2 >= len(t):
             return False
-        if t[i].kind == "OP" and t[i].value == "-":
-            return t[i + 1].kind == "OP" and t[i + 1].value in ("-", "[")
-        if t[i].kind == "OP" and t[i].value == "<" and t[i + 1].kind == "OP" and t[i + 1].value == "-":
-            return t[i + 2].kind == "OP" and t[i + 2].value in ("-", "[")
+        if t[i].kind is _OP and t[i].value == "-":
+            return t[i + 1].kind is _OP and t[i + 1].value in ("-", "[")
+        if t[i].kind is _OP and t[i].value == "<" and t[i + 1].kind is _OP and t[i + 1].value == "-":
+            return t[i + 2].kind is _OP and t[i + 2].value in ("-", "[")
         return False
 
     def at_clause_start(self) -> bool:
         t = self.peek()
-        return t.kind == "ID" and t.upper in CLAUSE_KEYWORDS
+        return t.kind is _ID and t.upper in CLAUSE_KEYWORDS
 
     # ------------------------------------------------------------ statements
 
     def parse_statements(self) -> list[a.Statement]:
-        if self.peek().kind == "EOF":
-            raise ParseError("the query is empty", 0)
+        if self.peek().kind is _EOF:
+            raise CypherSyntaxError("the query is empty", self.text, 0)
         statements = [self.parse_statement()]
         while self.accept_op(";"):
-            if self.peek().kind == "EOF":
+            if self.peek().kind is _EOF:
                 break
             statements.append(self.parse_statement())
-        if self.peek().kind != "EOF":
+        if self.peek().kind is not _EOF:
             raise self.error("a clause, ';' or the end of the query")
         return statements
 
     def parse_statement(self) -> a.Statement:
         start = self.peek().start
-        prefix: str | None = None
+        prefix: a.StatementPrefix | None = None
         version: str | None = None
         options: list[str] = []
         while True:
             if prefix is None and (t := self.accept_kw("EXPLAIN", "PROFILE")):
-                prefix = t.upper
+                prefix = _PREFIX[t.upper]
             elif self.accept_kw("CYPHER"):
-                if self.peek().kind == "NUM":
+                if self.peek().kind is _NUM:
                     version = self.advance().value
                 while self.at_name() and self.at_op("=", k=1):
                     key = self.advance().value
                     self.advance()
                     val = self.advance()
-                    if val.kind not in ("ID", "NUM", "STR"):
+                    if val.kind not in (_ID, _NUM, _STR):
                         raise self.error("an option value")
                     options.append(f"{key}={val.value}")
             else:
@@ -192,21 +219,20 @@ class Parser:
         return a.Statement(start, self.last_end, prefix, version, options, body)
 
     def parse_query_body(self) -> a.QueryBody:
-        self.enter()
-        start = self.peek().start
-        first = self.parse_single_query()
-        queries = [first]
-        flags: list[bool] = []
-        while self.accept_kw("UNION"):
-            is_all = bool(self.accept_kw("ALL"))
-            if not is_all:
-                self.accept_kw("DISTINCT")
-            flags.append(is_all)
-            queries.append(self.parse_single_query())
-        self.leave()
+        with self.nested():
+            start = self.peek().start
+            first = self.parse_single_query()
+            queries = [first]
+            flags: list[bool] = []
+            while self.accept_kw("UNION"):
+                is_all = bool(self.accept_kw("ALL"))
+                if not is_all:
+                    self.accept_kw("DISTINCT")
+                flags.append(is_all)
+                queries.append(self.parse_single_query())
         if len(queries) == 1:
             return first
-        return self.note(a.Union(start, self.last_end, queries, flags))
+        return a.Union(start, self.last_end, queries, flags)
 
     def parse_single_query(self) -> a.SingleQuery:
         start = self.peek().start
@@ -235,61 +261,61 @@ class Parser:
             self.advance()
             proj = self.parse_projection()
             where = self.parse_expr() if self.accept_kw("WHERE") else None
-            return self.note(a.With(t.start, self.last_end, proj, where))
+            return a.With(t.start, self.last_end, proj, where)
         if kw == "RETURN":
             self.advance()
             proj = self.parse_projection()
-            return self.note(a.Return(t.start, self.last_end, proj))
+            return a.Return(t.start, self.last_end, proj)
         if kw == "UNWIND":
             self.advance()
             expr = self.parse_expr()
             self.expect_kw("AS")
             var = self.parse_variable()
-            return self.note(a.Unwind(t.start, self.last_end, expr, var))
+            return a.Unwind(t.start, self.last_end, expr, var)
         if kw == "CALL":
             return self.parse_call(t.start, optional=False)
         if kw == "FINISH":
             self.advance()
-            return self.note(a.Finish(t.start, self.last_end))
+            return a.Finish(t.start, self.last_end)
         if kw == "USE":
             self.advance()
             self.skip_clause()
-            return self.note(a.Forbidden(t.start, self.last_end, "USE", "use"))
+            return a.Forbidden(t.start, self.last_end, "USE", "use")
         if kw == "LOAD":
             self.advance()
             self.accept_kw("CSV")
             if self.at_kw("WITH") and self.at_kw("HEADERS", k=1):
                 self.pos += 2
             self.skip_clause()
-            return self.note(a.Forbidden(t.start, self.last_end, "LOAD CSV", "load_csv"))
+            return a.Forbidden(t.start, self.last_end, "LOAD CSV", "load_csv")
         if kw in ADMIN_KEYWORDS or (kw == "CREATE" and self.at_kw(*_CREATE_ADMIN, k=1)):
             self.advance()
             keyword = kw
             if self.at_name():
-                keyword = f"{kw} {self.text[self.peek().start:self.peek().end].upper()}"
+                keyword = f"{kw} {self.text[self.peek().start : self.peek().end].upper()}"
             self.skip_clause(stop_at_clauses=False)
-            return self.note(a.Forbidden(t.start, self.last_end, keyword, "admin"))
+            return a.Forbidden(t.start, self.last_end, keyword, "admin")
         if kw in WRITE_KEYWORDS:
             self.advance()
             keyword = kw
             if kw in ("DETACH", "NODETACH") and self.accept_kw("DELETE"):
                 keyword = f"{kw} DELETE"
             self.skip_clause()
-            return self.note(a.Forbidden(t.start, self.last_end, keyword, "write"))
+            return a.Forbidden(t.start, self.last_end, keyword, "write")
         raise self.error("a clause")  # pragma: no cover - guarded by at_clause_start
 
     def skip_clause(self, *, stop_at_clauses: bool = True) -> None:
         """Skip the tokens of a clause that will be refused, up to the next clause at this level."""
         while True:
             t = self.peek()
-            if t.kind == "EOF" or (t.kind == "OP" and t.value in (";", ")", "]", "}")):
+            if t.kind is _EOF or (t.kind is _OP and t.value in (";", ")", "]", "}")):
                 return
-            if t.kind == "OP" and t.value in ("(", "[", "{"):
+            if t.kind is _OP and t.value in ("(", "[", "{"):
                 self.pos = t.match + 1
                 continue
-            if stop_at_clauses and t.kind == "ID" and (t.upper in CLAUSE_KEYWORDS or t.upper == "UNION"):
+            if stop_at_clauses and t.kind is _ID and (t.upper in CLAUSE_KEYWORDS or t.upper == "UNION"):
                 prev = self.toks[self.pos - 1]
-                if not (prev.kind == "OP" and prev.value in (".", ":", "$")) and prev.upper != "ON":
+                if not (prev.kind is _OP and prev.value in (".", ":", "$")) and prev.upper != "ON":
                     return
             self.advance()
 
@@ -300,15 +326,13 @@ class Parser:
         while self.at_kw("USING"):
             hints.append(self.parse_hint())
         where = self.parse_expr() if self.accept_kw("WHERE") else None
-        return self.note(a.Match(start, self.last_end, optional, patterns, hints, where))
+        return a.Match(start, self.last_end, optional, patterns, hints, where)
 
     def parse_hint(self) -> a.Hint:
         start = self.advance().start  # USING
         if self.accept_kw("JOIN"):
             self.expect_kw("ON")
-            self.parse_variable()
-            while self.accept_op(","):
-                self.parse_variable()
+            self.comma_list(self.parse_variable)
         elif self.accept_kw("SCAN"):
             self.parse_variable()
             self.expect_op(":")
@@ -321,9 +345,7 @@ class Parser:
             self.expect_op(":")
             self.expect_name("a label or relationship type")
             self.expect_op("(")
-            self.expect_name("a property key")
-            while self.accept_op(","):
-                self.expect_name("a property key")
+            self.comma_list(lambda: self.expect_name("a property key"))
             self.expect_op(")")
         return a.Hint(start, self.last_end, self.text[start : self.last_end])
 
@@ -342,23 +364,18 @@ class Parser:
         if self.at_kw("ORDER"):
             self.advance()
             self.expect_kw("BY")
-            order.append(self.parse_sort_item())
-            while self.accept_op(","):
-                order.append(self.parse_sort_item())
+            order = self.comma_list(self.parse_sort_item)
         skip = self.parse_expr() if self.accept_kw("SKIP", "OFFSET") else None
         limit = self.parse_expr() if self.accept_kw("LIMIT") else None
-        return self.note(a.Projection(start, self.last_end, distinct, star, items, order, skip, limit))
+        return a.Projection(start, self.last_end, distinct, star, items, order, skip, limit)
 
     def parse_return_items(self) -> list[a.ReturnItem]:
-        items = [self.parse_return_item()]
-        while self.accept_op(","):
-            items.append(self.parse_return_item())
-        return items
+        return self.comma_list(self.parse_return_item)
 
     def parse_return_item(self) -> a.ReturnItem:
         start = self.peek().start
         expr = self.parse_expr()
-        alias = self.expect_name("an alias").value if self.accept_kw("AS") else None
+        alias = self.parse_variable() if self.accept_kw("AS") else None
         return a.ReturnItem(start, self.last_end, expr, alias)
 
     def parse_sort_item(self) -> a.SortItem:
@@ -375,13 +392,8 @@ class Parser:
             scope: list[a.Variable] | None = None
             scope_star = False
             if self.accept_op("("):
-                scope = []
-                if self.accept_op("*"):
-                    scope_star = True
-                elif not self.at_op(")"):
-                    scope.append(self.parse_variable())
-                    while self.accept_op(","):
-                        scope.append(self.parse_variable())
+                scope_star = bool(self.accept_op("*"))
+                scope = [] if scope_star else self.comma_list(self.parse_variable, closer=")")
                 self.expect_op(")")
             self.expect_op("{")
             body = self.parse_query_body()
@@ -391,15 +403,11 @@ class Parser:
                 in_tx = True
                 self.advance()
                 self.skip_clause()
-            return self.note(a.CallSubquery(start, self.last_end, optional, scope, scope_star, body, in_tx))
+            return a.CallSubquery(start, self.last_end, optional, scope, scope_star, body, in_tx)
         name = self.parse_dotted_name("a procedure name")
         args: list[a.Expr] | None = None
         if self.accept_op("("):
-            args = []
-            if not self.at_op(")"):
-                args.append(self.parse_expr())
-                while self.accept_op(","):
-                    args.append(self.parse_expr())
+            args = self.comma_list(self.parse_expr, closer=")")
             self.expect_op(")")
         yield_star = False
         yields: list[a.YieldItem] = []
@@ -408,17 +416,15 @@ class Parser:
             if self.accept_op("*"):
                 yield_star = True
             else:
-                yields.append(self.parse_yield_item())
-                while self.accept_op(","):
-                    yields.append(self.parse_yield_item())
+                yields = self.comma_list(self.parse_yield_item)
             if self.accept_kw("WHERE"):
                 where = self.parse_expr()
-        return self.note(a.CallProcedure(start, self.last_end, optional, name, args, yield_star, yields, where))
+        return a.CallProcedure(start, self.last_end, optional, name, args, yield_star, yields, where)
 
     def parse_yield_item(self) -> a.YieldItem:
         start = self.peek().start
         name = self.expect_name("a yield field").value
-        alias = self.expect_name("an alias").value if self.accept_kw("AS") else None
+        alias = self.parse_variable() if self.accept_kw("AS") else None
         return a.YieldItem(start, self.last_end, name, alias)
 
     def parse_dotted_name(self, what: str) -> str:
@@ -435,10 +441,7 @@ class Parser:
     # ------------------------------------------------------------ patterns
 
     def parse_pattern_list(self) -> list[a.PatternPart]:
-        parts = [self.parse_pattern_part()]
-        while self.accept_op(","):
-            parts.append(self.parse_pattern_part())
-        return parts
+        return self.comma_list(self.parse_pattern_part)
 
     def parse_pattern_part(self) -> a.PatternPart:
         start = self.peek().start
@@ -464,14 +467,14 @@ class Parser:
             first = self.advance().upper
             words.append(first)
             if first == "SHORTEST":
-                if self.peek().kind == "NUM":
+                if self.peek().kind is _NUM:
                     words.append(self.advance().value)
                 if t := self.accept_kw("PATH", "PATHS", "GROUPS", "GROUP"):
                     words.append(t.upper)
             else:
                 if self.accept_kw("SHORTEST"):
                     words.append("SHORTEST")
-                elif self.peek().kind == "NUM":
+                elif self.peek().kind is _NUM:
                     words.append(self.advance().value)
                 if t := self.accept_kw("PATH", "PATHS"):
                     words.append(t.upper)
@@ -506,13 +509,12 @@ class Parser:
 
     def parse_quantified_path(self) -> a.QuantifiedPath:
         start = self.expect_op("(").start
-        self.enter()
-        path = self.parse_path()
-        where = self.parse_expr() if self.accept_kw("WHERE") else None
-        self.leave()
+        with self.nested():
+            path = self.parse_path()
+            where = self.parse_expr() if self.accept_kw("WHERE") else None
         self.expect_op(")")
         quant = self.parse_quantifier()
-        return self.note(a.QuantifiedPath(start, self.last_end, path, where, quant))
+        return a.QuantifiedPath(start, self.last_end, path, where, quant)
 
     def parse_quantifier(self) -> a.Quantifier | None:
         t = self.peek()
@@ -521,10 +523,10 @@ class Parser:
         if self.accept_op("*"):
             return a.Quantifier(t.start, t.end, 0, None)
         if self.accept_op("{"):
-            lo = self.parse_int() if self.peek().kind == "NUM" else None
+            lo = self.parse_int() if self.peek().kind is _NUM else None
             hi: int | None
             if self.accept_op(","):
-                hi = self.parse_int() if self.peek().kind == "NUM" else None
+                hi = self.parse_int() if self.peek().kind is _NUM else None
             else:
                 if lo is None:
                     raise self.error("a number")
@@ -538,19 +540,19 @@ class Parser:
         try:
             return int(t.value.replace("_", ""), 0)
         except ValueError:
-            raise ParseError(f"expected an integer, found {t.value!r}", t.start) from None
+            raise CypherSyntaxError(f"expected an integer, found {t.value!r}", self.text, t.start) from None
 
     def parse_node_pattern(self) -> a.NodePattern:
         start = self.expect_op("(").start
         var: a.Variable | None = None
         t = self.peek()
-        if t.kind == "QID" or (t.kind == "ID" and (t.upper not in ("WHERE", "IS") or self.at_op(")", ":", "{", k=1))):
+        if t.kind is _QID or (t.kind is _ID and (t.upper not in ("WHERE", "IS") or self.at_op(")", ":", "{", k=1))):
             var = self.parse_variable()
         labels = self.parse_label_spec()
         props = self.parse_properties()
         where = self.parse_expr() if self.accept_kw("WHERE") else None
         self.expect_op(")")
-        return self.note(a.NodePattern(start, self.last_end, var, labels, props, where))
+        return a.NodePattern(start, self.last_end, var, labels, props, where)
 
     def parse_label_spec(self) -> a.LabelExpression | None:
         if self.at_op(":") or (self.at_kw("IS") and not self.at_kw("NOT", "NULL", k=1)):
@@ -560,9 +562,9 @@ class Parser:
     def parse_properties(self) -> a.Expr | None:
         if self.at_op("{"):
             return self.parse_map_literal()
-        if self.peek().kind == "PARAM":
+        if self.peek().kind is _PARAM:
             t = self.advance()
-            return self.note(a.Parameter(t.start, t.end, t.value))
+            return a.Parameter(t.start, t.end, t.value)
         return None
 
     def parse_rel_pattern(self) -> a.RelPattern:
@@ -576,7 +578,7 @@ class Parser:
         where: a.Expr | None = None
         if self.accept_op("["):
             t = self.peek()
-            if t.kind == "QID" or (t.kind == "ID" and (t.upper not in ("WHERE", "IS") or self.at_op("]", ":", k=1))):
+            if t.kind is _QID or (t.kind is _ID and (t.upper not in ("WHERE", "IS") or self.at_op("]", ":", k=1))):
                 var = self.parse_variable()
             types = self.parse_label_spec()
             if self.at_op("*"):
@@ -586,17 +588,17 @@ class Parser:
             self.expect_op("]")
         self.expect_op("-")
         right = bool(self.accept_op(">"))
-        direction = "->" if right and not left else "<-" if left and not right else "--"
+        direction: a.Direction = "->" if right and not left else "<-" if left and not right else "--"
         quant = self.parse_quantifier()
-        return self.note(a.RelPattern(start, self.last_end, var, direction, types, length, props, where, quant))
+        return a.RelPattern(start, self.last_end, var, direction, types, length, props, where, quant)
 
     def parse_var_length(self) -> a.VarLength:
         start = self.expect_op("*").start
-        lo: int | None = self.parse_int() if self.peek().kind == "NUM" else None
+        lo: int | None = self.parse_int() if self.peek().kind is _NUM else None
         # "*3" is exactly 3; a bare "*" leaves both None: unbounded
         hi = lo
         if self.accept_op(".."):
-            hi = self.parse_int() if self.peek().kind == "NUM" else None
+            hi = self.parse_int() if self.peek().kind is _NUM else None
         return a.VarLength(start, self.last_end, 1 if lo is None else lo, hi)
 
     # ------------------------------------------------------------ label expressions
@@ -630,63 +632,68 @@ class Parser:
     def parse_label_not(self, allow_pipe: bool) -> a.LabelNode:
         t = self.peek()
         if self.accept_op("!"):
-            self.enter()
-            operand = self.parse_label_not(allow_pipe)
-            self.leave()
+            with self.nested():
+                operand = self.parse_label_not(allow_pipe)
             return a.LabelNot(t.start, operand.end, operand)
         if self.accept_op("%"):
             return a.LabelWildcard(t.start, t.end)
         if self.accept_op("("):
-            self.enter()
-            inner = self.parse_label_or(True)
-            self.leave()
+            with self.nested():
+                inner = self.parse_label_or(True)
             self.expect_op(")")
-            return inner
+            return a.LabelParen(t.start, self.last_end, inner)
         name = self.expect_name("a label or relationship type")
         return a.LabelName(name.start, name.end, name.value)
 
     # ------------------------------------------------------------ expressions
 
     def parse_expr(self) -> a.Expr:
-        self.enter()
-        try:
+        with self.nested():
             return self.parse_or()
-        finally:
-            self.leave()
 
-    def _binary_chain(self, words: tuple[str, ...], sub: str) -> a.Expr:
-        parse_sub = getattr(self, sub)
-        left: a.Expr = parse_sub()
-        while t := self.accept_kw(*words):
-            right = parse_sub()
-            left = a.BinaryOp(left.start, right.end, t.upper, left, right)
-        return left
+    def comma_list(self, item: Callable[[], _T], *, closer: str | None = None) -> list[_T]:
+        """``item (, item)*``; with ``closer``, an empty list when the closing bracket comes first."""
+        if closer is not None and self.at_op(closer):
+            return []
+        items = [item()]
+        while self.accept_op(","):
+            items.append(item())
+        return items
+
+    def binary_chain(
+        self, operand: Callable[[], a.Expr], operators: dict[str, a.BinaryOperator], *, keywords: bool = False
+    ) -> a.Expr:
+        """``operand (op operand)*``, left-associative, for one precedence level's ``operators``."""
+        kind = _ID if keywords else _OP
+        left = operand()
+        while True:
+            t = self.toks[self.pos]
+            op = operators.get(t.upper if keywords else t.value) if t.kind is kind else None
+            if op is None:
+                return left
+            self.pos += 1
+            right = operand()
+            left = a.BinaryOp(left.start, right.end, op, left, right)
 
     def parse_or(self) -> a.Expr:
-        return self._binary_chain(("OR",), "parse_xor")
+        return self.binary_chain(self.parse_xor, _OR, keywords=True)
 
     def parse_xor(self) -> a.Expr:
-        return self._binary_chain(("XOR",), "parse_and")
+        return self.binary_chain(self.parse_and, _XOR, keywords=True)
 
     def parse_and(self) -> a.Expr:
-        return self._binary_chain(("AND",), "parse_not")
+        return self.binary_chain(self.parse_not, _AND, keywords=True)
 
     def parse_not(self) -> a.Expr:
         t = self.peek()
         if self.accept_kw("NOT"):
-            self.enter()
-            operand = self.parse_not()
-            self.leave()
+            with self.nested():
+                operand = self.parse_not()
             return a.UnaryOp(t.start, operand.end, "NOT", operand)
         return self.parse_comparison()
 
     def parse_comparison(self) -> a.Expr:
-        left = self.parse_predicate()
-        while self.at_op(*_COMPARISON):
-            op = self.advance().value
-            right = self.parse_predicate()
-            left = a.BinaryOp(left.start, right.end, op, left, right)
-        return left
+        return self.binary_chain(self.parse_predicate, _COMPARISON)
 
     def parse_predicate(self) -> a.Expr:
         left = self.parse_additive()
@@ -696,7 +703,7 @@ class Parser:
                 right = self.parse_additive()
                 left = a.BinaryOp(start, right.end, "=~", left, right)
             elif self.at_kw("STARTS", "ENDS") and self.at_kw("WITH", k=1):
-                op = self.advance().upper + "_WITH"
+                op = _STRING_MATCH[self.advance().upper]
                 self.advance()
                 right = self.parse_additive()
                 left = a.BinaryOp(start, right.end, op, left, right)
@@ -727,7 +734,7 @@ class Parser:
             raise self.error("a supported predicate (IS NORMALIZED is not supported)")
         self.pos -= 1  # let the label expression parser consume IS
         labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
-        return self.note(a.LabelCheck(left.start, self.last_end, left, labels))
+        return a.LabelCheck(left.start, self.last_end, left, labels)
 
     def parse_type(self) -> None:
         self.parse_type_term()
@@ -740,9 +747,8 @@ class Parser:
         while self.at_kw(*_TYPE_WORDS) or (self.at_kw("WITH") and self.at_kw("TIME", "TIMEZONE", k=1)):
             self.advance()
         if self.accept_op("<"):
-            self.enter()
-            self.parse_type()
-            self.leave()
+            with self.nested():
+                self.parse_type()
             self.expect_op(">")
         if self.at_kw("NOT") and self.at_kw("NULL", k=1):
             self.advance()
@@ -751,36 +757,21 @@ class Parser:
             pass
 
     def parse_additive(self) -> a.Expr:
-        left = self.parse_multiplicative()
-        while self.at_op("+", "-", "||"):
-            op = self.advance().value
-            right = self.parse_multiplicative()
-            left = a.BinaryOp(left.start, right.end, op, left, right)
-        return left
+        return self.binary_chain(self.parse_multiplicative, _ADDITIVE)
 
     def parse_multiplicative(self) -> a.Expr:
-        left = self.parse_power()
-        while self.at_op("*", "/", "%"):
-            op = self.advance().value
-            right = self.parse_power()
-            left = a.BinaryOp(left.start, right.end, op, left, right)
-        return left
+        return self.binary_chain(self.parse_power, _MULTIPLICATIVE)
 
     def parse_power(self) -> a.Expr:
-        left = self.parse_unary()
-        while self.accept_op("^"):
-            right = self.parse_unary()
-            left = a.BinaryOp(left.start, right.end, "^", left, right)
-        return left
+        return self.binary_chain(self.parse_unary, _POWER)
 
     def parse_unary(self) -> a.Expr:
         t = self.peek()
         if self.at_op("-", "+"):
             self.advance()
-            self.enter()
-            operand = self.parse_unary()
-            self.leave()
-            return a.UnaryOp(t.start, operand.end, t.value, operand)
+            with self.nested():
+                operand = self.parse_unary()
+            return a.UnaryOp(t.start, operand.end, _SIGN[t.value], operand)
         return self.parse_postfix()
 
     def parse_postfix(self) -> a.Expr:
@@ -806,23 +797,23 @@ class Parser:
                     expr = a.Index(expr.start, self.last_end, expr, lower)
             elif self.at_op(":"):
                 labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
-                expr = self.note(a.LabelCheck(expr.start, labels.end, expr, labels))
+                expr = a.LabelCheck(expr.start, labels.end, expr, labels)
             else:
                 return expr
 
     def parse_atom(self) -> a.Expr:
         t = self.peek()
         kind = t.kind
-        if kind == "NUM":
+        if kind is _NUM:
             self.advance()
-            return a.Literal(t.start, t.end, "number", _number(t))
-        if kind == "STR":
+            return a.Literal(t.start, t.end, "number", _number(self.text, t))
+        if kind is _STR:
             self.advance()
             return a.Literal(t.start, t.end, "string", string_value(t.value))
-        if kind == "PARAM":
+        if kind is _PARAM:
             self.advance()
-            return self.note(a.Parameter(t.start, t.end, t.value))
-        if kind == "OP":
+            return a.Parameter(t.start, t.end, t.value)
+        if kind is _OP:
             if t.value == "(":
                 if self.at_rel_start(t.match + 1):
                     part = self.parse_pattern_part()
@@ -830,15 +821,15 @@ class Parser:
                 self.advance()
                 inner = self.parse_expr()
                 self.expect_op(")")
-                return inner
+                return a.Paren(t.start, self.last_end, inner)
             if t.value == "[":
                 return self.parse_bracket()
             if t.value == "{":
                 return self.parse_map_literal()
             raise self.error("an expression")
-        if kind == "QID":
+        if kind is _QID:
             return self.parse_name_atom()
-        if kind == "ID":
+        if kind is _ID:
             up = t.upper
             if up in ("TRUE", "FALSE"):
                 self.advance()
@@ -864,9 +855,9 @@ class Parser:
         # A function call is name(.name)* followed by "("; otherwise a variable.
         i = self.pos
         toks = self.toks
-        while toks[i + 1].kind == "OP" and toks[i + 1].value == "." and toks[i + 2].kind in ("ID", "QID"):
+        while toks[i + 1].kind is _OP and toks[i + 1].value == "." and toks[i + 2].kind in _NAMES:
             i += 2
-        if toks[i + 1].kind == "OP" and toks[i + 1].value == "(":
+        if toks[i + 1].kind is _OP and toks[i + 1].value == "(":
             return self.parse_function_call()
         var = self.parse_variable()
         if self.at_op("{"):
@@ -882,12 +873,10 @@ class Parser:
         star = False
         if self.accept_op("*"):
             star = True
-        elif not self.at_op(")"):
-            args.append(self.parse_expr())
-            while self.accept_op(","):
-                args.append(self.parse_expr())
+        else:
+            args = self.comma_list(self.parse_expr, closer=")")
         self.expect_op(")")
-        return self.note(a.FunctionCall(start, self.last_end, name, args, distinct, star))
+        return a.FunctionCall(start, self.last_end, name, args, distinct, star)
 
     def parse_bracket(self) -> a.Expr:
         start = self.expect_op("[").start
@@ -907,51 +896,39 @@ class Parser:
             is_pattern = True
         else:
             t = self.peek()
-            is_pattern = t.kind == "OP" and t.value == "(" and self.at_rel_start(t.match + 1)
+            is_pattern = t.kind is _OP and t.value == "(" and self.at_rel_start(t.match + 1)
         if is_pattern:
-            self.enter()
-            path = self.parse_path()
-            where, proj = self.parse_comprehension_tail(require_projection=True)
-            self.leave()
+            with self.nested():
+                path = self.parse_path()
+                where, proj = self.parse_comprehension_tail(require_projection=True)
             self.expect_op("]")
             assert proj is not None
             return a.PatternComprehension(start, self.last_end, path_var, path, where, proj)
-        items: list[a.Expr] = []
-        if not self.at_op("]"):
-            items.append(self.parse_expr())
-            while self.accept_op(","):
-                items.append(self.parse_expr())
+        items = self.comma_list(self.parse_expr, closer="]")
         self.expect_op("]")
         return a.ListLiteral(start, self.last_end, items)
 
     def parse_comprehension_tail(self, *, require_projection: bool) -> tuple[a.Expr | None, a.Expr | None]:
-        where: a.Expr | None = None
-        if self.accept_kw("WHERE"):
-            saved = self.no_label_pipe
-            self.no_label_pipe = True
-            try:
-                where = self.parse_expr()
-            finally:
-                self.no_label_pipe = saved
+        # In the WHERE, "|" ends the predicate; in the projection it is a label disjunction again.
+        where = self.parse_expr_where_pipe_is(label=False) if self.accept_kw("WHERE") else None
         proj: a.Expr | None = None
         if self.accept_op("|"):
-            saved = self.no_label_pipe
-            self.no_label_pipe = False
-            try:
-                proj = self.parse_expr()
-            finally:
-                self.no_label_pipe = saved
+            proj = self.parse_expr_where_pipe_is(label=True)
         elif require_projection:
             raise self.error("'|' and a projection")
         return where, proj
 
+    def parse_expr_where_pipe_is(self, *, label: bool) -> a.Expr:
+        saved = self.no_label_pipe
+        self.no_label_pipe = not label
+        try:
+            return self.parse_expr()
+        finally:
+            self.no_label_pipe = saved
+
     def parse_map_literal(self) -> a.MapLiteral:
         start = self.expect_op("{").start
-        entries: list[a.MapEntry] = []
-        if not self.at_op("}"):
-            entries.append(self.parse_map_entry())
-            while self.accept_op(","):
-                entries.append(self.parse_map_entry())
+        entries = self.comma_list(self.parse_map_entry, closer="}")
         self.expect_op("}")
         return a.MapLiteral(start, self.last_end, entries)
 
@@ -963,11 +940,7 @@ class Parser:
 
     def parse_map_projection(self, subject: a.Variable) -> a.MapProjection:
         self.expect_op("{")
-        items: list[a.MapProjectionItem] = []
-        if not self.at_op("}"):
-            items.append(self.parse_map_projection_item())
-            while self.accept_op(","):
-                items.append(self.parse_map_projection_item())
+        items = self.comma_list(self.parse_map_projection_item, closer="}")
         self.expect_op("}")
         return a.MapProjection(subject.start, self.last_end, subject, items)
 
@@ -987,20 +960,19 @@ class Parser:
 
     def parse_case(self) -> a.Case:
         start = self.advance().start  # CASE
-        self.enter()
-        subject = None if self.at_kw("WHEN") else self.parse_expr()
-        whens: list[a.CaseWhen] = []
-        while self.at_kw("WHEN"):
-            wstart = self.advance().start
-            cond = self.parse_expr()
-            self.expect_kw("THEN")
-            result = self.parse_expr()
-            whens.append(a.CaseWhen(wstart, result.end, cond, result))
-        if not whens:
-            raise self.error("WHEN")
-        default = self.parse_expr() if self.accept_kw("ELSE") else None
-        self.expect_kw("END")
-        self.leave()
+        with self.nested():
+            subject = None if self.at_kw("WHEN") else self.parse_expr()
+            whens: list[a.CaseWhen] = []
+            while self.at_kw("WHEN"):
+                wstart = self.advance().start
+                cond = self.parse_expr()
+                self.expect_kw("THEN")
+                result = self.parse_expr()
+                whens.append(a.CaseWhen(wstart, result.end, cond, result))
+            if not whens:
+                raise self.error("WHEN")
+            default = self.parse_expr() if self.accept_kw("ELSE") else None
+            self.expect_kw("END")
         return a.Case(start, self.last_end, subject, whens, default)
 
     def parse_subquery_expr(self) -> a.SubqueryExpr:
@@ -1012,12 +984,11 @@ class Parser:
         if self.at_clause_start():
             body = self.parse_query_body()
         else:
-            self.enter()
-            patterns = self.parse_pattern_list()
-            where = self.parse_expr() if self.accept_kw("WHERE") else None
-            self.leave()
+            with self.nested():
+                patterns = self.parse_pattern_list()
+                where = self.parse_expr() if self.accept_kw("WHERE") else None
         self.expect_op("}")
-        return a.SubqueryExpr(t.start, self.last_end, t.upper, body, patterns, where)
+        return a.SubqueryExpr(t.start, self.last_end, _SUBQUERY[t.upper], body, patterns, where)
 
     def parse_quantified(self) -> a.Quantified:
         t = self.advance()
@@ -1027,7 +998,7 @@ class Parser:
         source = self.parse_expr()
         where = self.parse_expr() if self.accept_kw("WHERE") else None
         self.expect_op(")")
-        return a.Quantified(t.start, self.last_end, t.upper.lower(), var, source, where)
+        return a.Quantified(t.start, self.last_end, _QUANTIFIERS[t.upper], var, source, where)
 
     def parse_reduce(self) -> a.Reduce:
         start = self.advance().start
@@ -1045,7 +1016,7 @@ class Parser:
         return a.Reduce(start, self.last_end, acc, initial, var, source, expr)
 
 
-def _number(t: Token) -> int | float:
+def _number(text: str, t: Token) -> int | float:
     text = t.value.replace("_", "")
     try:
         if text[:2].lower() in ("0x", "0o"):
@@ -1054,4 +1025,4 @@ def _number(t: Token) -> int | float:
             return float(text)
         return int(text)
     except ValueError:
-        raise ParseError(f"invalid number {t.value!r}", t.start) from None
+        raise CypherSyntaxError(f"invalid number {t.value!r}", text, t.start) from None

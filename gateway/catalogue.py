@@ -1,0 +1,150 @@
+"""Every rule id the gateway can answer with, in the order a request meets them.
+
+A rule id is public and stable: it is the ``rule`` of a refused request
+(``QueryRejected.rule``, ``CheckResult.rule``, the MCP error body), what a
+must-not-retrieve case names in ``must_reject``, and what ``cypher-gateway
+policy show`` prints with its sentence. Code that refuses a request takes the
+rule from here (``catalogue.WRITE_CLAUSE.rejected(reason)``) and never spells
+an id itself; tests/test_catalogue.py checks that, and that every rule here can
+be produced.
+
+Stages, in the order a request meets them: the request's shape (``request``),
+reading the Cypher (``parse``), the static guard's rules (``guard``, listed with
+their checks in ``gateway.guard.rules.RULES``), the scope rewrite (``scope``),
+and Neo4j's own EXPLAIN inside the sandbox (``sandbox``).
+
+Parameter names are part of the request's shape: a parameter map whose names
+are not all non-empty strings is ``input.invalid``, checked once where a
+request enters, before any rule runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gateway.errors import QueryRejected
+
+Stage = Literal["request", "parse", "guard", "scope", "sandbox"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: its public ``id``, the ``sentence`` a reviewer reads, and the ``stage`` that applies it."""
+
+    id: str
+    sentence: str
+    stage: Stage
+
+    def rejected(self, reason: str) -> QueryRejected:
+        """The caller-facing error for a request this rule refuses, ``reason`` saying why this one."""
+        return QueryRejected(self.id, reason)
+
+
+# --- the request's shape ---------------------------------------------------------------------
+INPUT_INVALID = Rule(
+    "input.invalid",
+    "A request names a known tool and carries a non-empty query, and parameters as an object whose names "
+    "are non-empty strings.",
+    "request",
+)
+TOOL_UNKNOWN = Rule("tool.unknown", "The guard decides only for the tools the policy defines.", "request")
+
+# --- reading the Cypher ----------------------------------------------------------------------
+INPUT_TOO_LARGE = Rule(
+    "input.too_large", "A query longer than limits.max_query_chars is refused before it is read.", "parse"
+)
+INPUT_TOO_DEEP = Rule(
+    "input.too_deep", "Brackets or expressions nested deeper than limits.max_nesting_depth are refused.", "parse"
+)
+PARSE_FAILED = Rule(
+    "parse.failed", "A query the gateway's Cypher parser cannot read is refused (fail closed).", "parse"
+)
+
+# --- the static guard (gateway.guard.rules.RULES pairs each with its check) -------------------
+STATEMENT_MULTIPLE = Rule("statement.multiple", "A request holds exactly one statement.", "guard")
+QUERY_PREFIX = Rule(
+    "query.prefix", "EXPLAIN and PROFILE prefixes are refused; the sandbox runs its own EXPLAIN.", "guard"
+)
+QUERY_OPTION = Rule("query.option", "Only Cypher 5 is accepted, without planner or runtime options.", "guard")
+ADMIN_COMMAND = Rule(
+    "admin.command", "Schema, user, privilege, database and transaction commands are refused.", "guard"
+)
+DATABASE_USE = Rule("database.use", "USE is refused: every query runs against the configured database only.", "guard")
+LOAD_CSV = Rule("load_csv", "LOAD CSV is refused in every form: it reads files and URLs.", "guard")
+WRITE_CLAUSE = Rule(
+    "write.clause",
+    "Write clauses (CREATE, INSERT, MERGE, SET, REMOVE, DELETE, FOREACH) and CALL { … } IN TRANSACTIONS are "
+    "refused anywhere, including subqueries and UNION branches.",
+    "guard",
+)
+CLAUSE_NOT_ALLOWED = Rule("clause.not_allowed", "Only the clause kinds the tool's policy lists may appear.", "guard")
+PROCEDURE_NOT_ALLOWED = Rule(
+    "procedure.not_allowed", "Only procedures on the tool's allow-list may be called.", "guard"
+)
+FUNCTION_DENIED = Rule(
+    "function.denied",
+    "Functions matching the tool's deny-list (file, URL, dynamic Cypher, writes) are refused.",
+    "guard",
+)
+PARAM_RESERVED = Rule(
+    "param.reserved", "Reserved parameter keys can be neither supplied nor referenced by the caller.", "guard"
+)
+PARAM_REQUIRED = Rule(
+    "param.required", "Parameters the tool requires must be referenced by the query and supplied.", "guard"
+)
+LABEL_DENIED = Rule("label.denied", "Labels the tool's policy denies may not appear.", "guard")
+RELATIONSHIP_DENIED = Rule(
+    "relationship.denied", "Relationship types the tool's policy denies (bookkeeping) may not appear.", "guard"
+)
+PATTERN_UNBOUNDED = Rule(
+    "pattern.unbounded",
+    "Variable-length patterns need an upper bound unless the policy allows unbounded ones.",
+    "guard",
+)
+PATTERN_TOO_MANY_HOPS = Rule(
+    "pattern.too_many_hops", "A variable-length pattern may traverse at most limits.max_hops relationships.", "guard"
+)
+
+# --- the scope rewrite -----------------------------------------------------------------------
+SCOPE_UNSUPPORTED = Rule(
+    "scope.unsupported",
+    "A query the scope rewrite cannot confine to the caller's layers is refused: element-returning procedures, "
+    "functions off its list, GQL path selectors, names in the gateway's namespace, conditions that could fail "
+    "on a hidden element, and any pattern that did not receive its visibility predicate.",
+    "scope",
+)
+
+# --- inside the sandbox ----------------------------------------------------------------------
+SANDBOX_EXPLAIN = Rule(
+    "sandbox.explain",
+    "Neo4j's own EXPLAIN, inside the sandbox, must plan a read-only query that calls only allow-listed procedures.",
+    "sandbox",
+)
+
+CATALOGUE: tuple[Rule, ...] = (
+    INPUT_INVALID,
+    TOOL_UNKNOWN,
+    INPUT_TOO_LARGE,
+    INPUT_TOO_DEEP,
+    PARSE_FAILED,
+    STATEMENT_MULTIPLE,
+    QUERY_PREFIX,
+    QUERY_OPTION,
+    ADMIN_COMMAND,
+    DATABASE_USE,
+    LOAD_CSV,
+    WRITE_CLAUSE,
+    CLAUSE_NOT_ALLOWED,
+    PROCEDURE_NOT_ALLOWED,
+    FUNCTION_DENIED,
+    PARAM_RESERVED,
+    PARAM_REQUIRED,
+    LABEL_DENIED,
+    RELATIONSHIP_DENIED,
+    PATTERN_UNBOUNDED,
+    PATTERN_TOO_MANY_HOPS,
+    SCOPE_UNSUPPORTED,
+    SANDBOX_EXPLAIN,
+)
+"""Every rule, in the order a request meets them."""

@@ -1,0 +1,88 @@
+"""One parsed query: its text, its tokens and its statements, with the helpers every pass uses.
+
+``parse(text, limits=…)`` checks the size before lexing and the bracket depth
+before parsing, parses in linear time, and never lets a ``RecursionError``
+escape: every failure is a :class:`~gateway.cypher.errors.CypherSyntaxError`
+(:class:`~gateway.cypher.errors.CypherTooLarge`, :class:`~gateway.cypher.errors.CypherTooDeep`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gateway.cypher import ast
+from gateway.cypher.errors import CypherTooLarge
+from gateway.cypher.parser import Parser
+from gateway.cypher.tokens import Token, tokenize
+from gateway.policy import Limits
+
+
+@dataclass
+class ParsedQuery:
+    """A parsed query: the original ``text``, its ``tokens`` and its ``statements``.
+
+    AST access (``gateway.cypher.ast``): ``parsed.statement.body`` is a
+    ``SingleQuery`` (``.clauses``) or a ``Union`` (``.queries``). Clauses are
+    ``Match`` (``.patterns: list[PatternPart]``, ``.where``), ``With``/``Return``
+    (``.projection``), ``Unwind``, ``CallSubquery`` (``.body``), ``CallProcedure``,
+    ``Finish``. A ``PatternPart.path.elements`` is a list of ``NodePattern``,
+    ``RelPattern`` and ``QuantifiedPath`` (which holds a nested ``Path``). Patterns
+    also occur inside expressions: ``PatternComprehension``, ``PatternPredicate``,
+    ``SubqueryExpr`` (EXISTS/COUNT/COLLECT: ``.body`` or ``.patterns``).
+
+    ``parsed.walk()`` yields every node anywhere (pre-order, iterative);
+    ``parsed.find_all(ast.Match, ast.NodePattern)`` filters by type. Every node
+    has ``start``/``end`` offsets into ``text``; ``parsed.source(node)`` is its
+    exact text and ``parsed.rewrite([(start, end, replacement), …])`` returns new
+    Cypher text with those spans replaced (use ``start == end`` to insert).
+    """
+
+    text: str
+    tokens: list[Token]
+    statements: list[ast.Statement]
+
+    @property
+    def statement(self) -> ast.Statement:
+        return self.statements[0]
+
+    def walk(self) -> Iterator[ast.Node]:
+        return ast.walk(self.statements)
+
+    def find_all(self, *types: type[ast.N]) -> Iterator[ast.N]:
+        for node in self.walk():
+            if isinstance(node, types):
+                yield node
+
+    def source(self, node: ast.Node) -> str:
+        return self.text[node.start : node.end]
+
+    def rewrite(self, edits: list[tuple[int, int, str]]) -> str:
+        """Apply non-overlapping span replacements to the original text."""
+        out: list[str] = []
+        cursor = 0
+        for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
+            if start < cursor or end < start:
+                raise ValueError(f"overlapping or inverted edit at {start}..{end}")
+            out.append(self.text[cursor:start])
+            out.append(replacement)
+            cursor = end
+        out.append(self.text[cursor:])
+        return "".join(out)
+
+
+def parse(text: str, *, limits: Limits) -> ParsedQuery:
+    """Parse ``text`` within ``limits.max_query_chars`` and ``limits.max_nesting_depth``."""
+    if len(text) > limits.max_query_chars:
+        raise CypherTooLarge(
+            f"the query is {len(text)} characters long; the limit is {limits.max_query_chars}",
+            text,
+            limits.max_query_chars,
+        )
+    tokens = tokenize(text, max_depth=limits.max_nesting_depth)
+    parser = Parser(text, tokens, max_depth=limits.max_nesting_depth)
+    try:
+        statements = parser.parse_statements()
+    except RecursionError:
+        raise parser.too_deep() from None
+    return ParsedQuery(text, tokens, statements)
