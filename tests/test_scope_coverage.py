@@ -14,10 +14,11 @@ import pytest
 
 from gateway import guard, scope
 from gateway.cypher import ast
+from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
 from gateway.scope import coverage, passes
-from gateway.service import Gateway, Principal
+from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
 
 POLICY = load_policy()

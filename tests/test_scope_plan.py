@@ -6,9 +6,9 @@ import pytest
 
 from gateway import guard, scope
 from gateway.cypher import ParsedQuery
+from gateway.domain import LayerSwitches, Principal
 from gateway.errors import Neo4jRefused
 from gateway.policy import Policy, load_policy
-from gateway.service import LayerSwitches, Principal
 
 POLICY = load_policy()
 BOB = Principal(name="bob", scope=frozenset({"project-b", "project-a"}))

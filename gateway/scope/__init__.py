@@ -31,7 +31,7 @@ from gateway.scope.predicates import Predicates
 from sandbox.wire import ScopeCheck
 
 if TYPE_CHECKING:
-    from gateway.service import LayerSwitches, Principal
+    from gateway.domain import LayerSwitches, Principal
 
 __all__ = ["PASSES", "SCOPERS", "ScopePlan", "plan", "withheld_details"]
 

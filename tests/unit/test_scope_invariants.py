@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from gateway import guard, scope
 from gateway.cypher import ParsedQuery, ast, parse
+from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
-from gateway.service import Principal
 
 POLICY = load_policy()
 ANYONE = Principal(name="scope-invariants")

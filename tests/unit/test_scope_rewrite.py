@@ -7,9 +7,9 @@ import re
 import pytest
 
 from gateway import guard, scope
+from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
-from gateway.service import Principal
 
 POLICY = load_policy()
 ANYONE = Principal(name="scope-rewrite")

@@ -19,8 +19,8 @@ import pytest
 from pydantic import BaseModel
 
 from gateway import guard, scope
+from gateway.domain import Principal
 from gateway.policy import Policy, ToolName, load_policy
-from gateway.service import Principal
 
 FIXTURE = Path(__file__).resolve().parent / "scope_fixture.cypher"
 _STATEMENT_END = re.compile(r";[ \t]*(?:\r?\n|$)")

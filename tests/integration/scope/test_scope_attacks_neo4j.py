@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from gateway import guard, scope
+from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, ToolName, load_policy
-from gateway.service import Principal
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,9 @@ import pytest
 
 from gateway import guard, scope
 from gateway.cypher import ast
+from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
-from gateway.service import Principal
 
 pytestmark = pytest.mark.integration
 

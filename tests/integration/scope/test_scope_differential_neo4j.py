@@ -21,8 +21,8 @@ import pytest
 from neo4j.exceptions import CypherSyntaxError
 
 from gateway import guard, scope
+from gateway.domain import Principal
 from gateway.policy import load_policy
-from gateway.service import Principal
 from tests.test_scope_attacks_neo4j import SEED
 
 pytestmark = pytest.mark.integration

@@ -270,8 +270,8 @@ def test_recall_shape_with_required_parameters(run_scoped: RunScoped) -> None:
 
 def test_every_adversarial_shape_rewrites_to_cypher_neo4j_plans_as_a_read(scope_graph: Any) -> None:
     from gateway import guard, scope
+    from gateway.domain import Principal
     from gateway.policy import load_policy
-    from gateway.service import Principal
     from tests.test_scope_invariants import ADVERSARIAL_WHERE
 
     policy = load_policy()
