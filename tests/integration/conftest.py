@@ -1,4 +1,5 @@
-"""Shared fixtures: the real Neo4j and the real Docker daemon.
+"""Fixtures for every integration test: the real Neo4j, the real Docker daemon, the images and
+a warm sandbox pool. Every test below this directory is marked ``integration``.
 
 Nothing here skips. A missing service is set up (Neo4j is started, images are
 built) or the test fails with a message that names what is missing.
@@ -7,16 +8,28 @@ built) or the test fails with a message that names what is missing.
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
+from pydantic import SecretStr
 
 from gateway import images, neo4j_local
 from gateway.neo4j_local import Neo4jConnection
+from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers
+from tests.support.jobs import SettingsFactory
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +70,7 @@ def docker_client() -> Iterator[Any]:
     client.close()
 
 
-def _ensure(builder: Any, name: str) -> str:
+def _ensure(builder: Callable[[], str], name: str) -> str:
     try:
         tag: str = builder()
     except images.ImageBuildError as exc:
@@ -77,6 +90,42 @@ def neo4j_image(docker_client: Any) -> str:
     return _ensure(images.ensure_neo4j_image, "Neo4j")
 
 
-def docker_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the docker CLI; tests use it where the CLI states intent more plainly than the SDK."""
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+# --- the sandbox runner --------------------------------------------------------------------------
+
+def bolt_host_port(connection: Neo4jConnection) -> tuple[str, int]:
+    parsed = urlparse(connection.uri)
+    assert parsed.hostname and parsed.port, f"cannot read host:port from {connection.uri}"
+    return parsed.hostname, parsed.port
+
+
+@pytest.fixture(scope="session")
+def runner_settings(neo4j_connection: Neo4jConnection, sandbox_image: str) -> SettingsFactory:
+    host, port = bolt_host_port(neo4j_connection)
+
+    def build(**overrides: Any) -> RunnerSettings:
+        fields: dict[str, Any] = {
+            "image": sandbox_image,
+            "pool_size": 2,
+            "neo4j_host": host,
+            "neo4j_port": port,
+            "neo4j_user": neo4j_connection.user,
+            "neo4j_password": SecretStr(neo4j_connection.password),
+            "database": neo4j_connection.database,
+        }
+        fields.update(overrides)
+        return RunnerSettings(**fields)
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def sandbox_runner(runner_settings: SettingsFactory, docker_client: Any) -> Iterator[SandboxRunner]:
+    """A running warm pool shared by a module's tests; it must leave nothing behind."""
+    runner = SandboxRunner(runner_settings())
+    ok, reason = runner.available()
+    assert ok, f"the sandbox runner could not start: {reason}"
+    assert runner.wait_ready(90), "the warm pool did not fill within 90 s"
+    yield runner
+    runner_id = runner.runner_id
+    runner.close()
+    assert remove_leftovers(docker_client, runner_id) == 0, "the runner leaked containers"

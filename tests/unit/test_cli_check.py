@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
 
 
 def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -145,12 +145,10 @@ def test_parse_time_is_linear_in_size() -> None:
 
 
 def test_facts_recorded_while_parsing_equal_facts_from_walking_the_tree() -> None:
-    import json
-    from pathlib import Path
-
     from gateway.guard.facts import collect_facts
+    from tests.support.corpus import load_corpus
 
-    rows = [json.loads(x) for x in (Path(__file__).parent / "corpus" / "guard.jsonl").read_text().splitlines()]
+    rows = load_corpus()
     compared = 0
     for row in rows:
         try:

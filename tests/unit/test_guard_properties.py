@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.guard import RULE_IDS, Decision, check
 from gateway.policy import load_policy
+from tests.support.corpus import load_corpus
 
 POLICY = load_policy()
-CORPUS = [json.loads(x) for x in (Path(__file__).parent / "corpus" / "guard.jsonl").read_text().splitlines()]
+CORPUS = load_corpus()
 SMALL_READS = [c["query"] for c in CORPUS if c["expect"] == "allow" and c["policy"] == "default"
                and c["tool"] == "analyze" and not c["params"] and len(c["query"]) < 400]
 ALL_QUERIES = [c["query"] for c in CORPUS if len(c["query"]) < 3000]

@@ -31,7 +31,7 @@ from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.server_cli import http_app
 from gateway.service import Gateway, LayerSwitches, Principal
-from tests.conftest_server import free_port
+from tests.support.ports import free_port
 
 GOOD = "good-" + uuid.uuid4().hex
 OTHER = "other-" + uuid.uuid4().hex

@@ -14,8 +14,7 @@ from gateway.mnr.match import FixtureElement, Matcher
 from gateway.mnr.report import junit_xml, summary, table
 from gateway.mnr.runner import CaseOutcome
 from gateway.mnr.seed import MEMORY_FIXTURE, statements
-
-MNR_DIR = Path(__file__).parent / "mnr"
+from tests.support.paths import MNR_SUITES as MNR_DIR
 
 
 def _case(**fields: Any) -> Case:

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from gateway.policy import POLICIES_DIR, PolicyError, load_policy
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
 
 
 @pytest.mark.parametrize("path", [*sorted(POLICIES_DIR.glob("*.yaml")), REPO / "tests/corpus/policies/permissive.yaml"])

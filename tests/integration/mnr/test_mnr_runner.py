@@ -22,10 +22,6 @@ from gateway.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner
 from gateway.service import LayerSwitches
 
-pytest_plugins = ["tests.conftest_sandbox"]
-
-pytestmark = pytest.mark.integration
-
 CLI = [sys.executable, "-m", "gateway.cli"]
 HEADER = """\
 fixture: builtin:memory

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from gateway.demo import Step, render
 from gateway.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
@@ -44,7 +42,6 @@ def _demo(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.mark.integration
 def test_demo_runs_every_step_as_expected(
     neo4j_connection: Neo4jConnection, sandbox_image: str, tmp_path: Path
 ) -> None:
@@ -70,7 +67,6 @@ def test_demo_runs_every_step_as_expected(
     assert neo4j_connection.password not in (tmp_path / "audit.jsonl").read_text()
 
 
-@pytest.mark.integration
 def test_demo_fails_with_exit_2_when_neo4j_is_unreachable(sandbox_image: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
     env.update(NEO4J_URI=f"bolt://127.0.0.1:{_closed_port()}", NEO4J_PASSWORD="unused")

@@ -18,16 +18,8 @@ import pytest
 from gateway.errors import SandboxUnavailable
 from gateway.runner import SandboxRunner, error_for, remove_leftovers
 from sandbox.pipe import splice
-from tests.conftest_sandbox import LIMITS, SettingsFactory, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.jobs import LIMITS, SettingsFactory, make_job
+from tests.support.ports import free_port
 
 
 def _still_serves(runner: SandboxRunner) -> None:
@@ -155,7 +147,7 @@ def test_container_hangs_past_the_wall_clock(
 
 
 def test_neo4j_down(runner_settings: SettingsFactory, cleanup: list[SandboxRunner]) -> None:
-    runner = SandboxRunner(runner_settings(pool_size=1, neo4j_port=_free_port()))
+    runner = SandboxRunner(runner_settings(pool_size=1, neo4j_port=free_port()))
     cleanup.append(runner)
     assert runner.wait_ready(60)
     result = runner.run(make_job("RETURN 1 AS x"))

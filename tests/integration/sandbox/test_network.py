@@ -23,9 +23,6 @@ import pytest
 from gateway.runner import SandboxRunner
 from gateway.runner.docker_io import SOCKET_DIR, SOCKET_PATH, sandbox_spec
 
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
-
 PROBE = r"""
 import json, os, socket, sys
 targets = json.loads(os.environ["PROBE_TARGETS"])

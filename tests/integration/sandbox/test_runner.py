@@ -7,15 +7,10 @@ import sys
 import time
 from typing import Any
 
-import pytest
-
 from gateway.runner import SandboxRunner, error_for, remove_leftovers
 from gateway.runner.docker_io import LABEL_RUNNER
 from sandbox.wire import SandboxError, SandboxResult
-from tests.conftest_sandbox import SettingsFactory, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
+from tests.support.jobs import SettingsFactory, make_job
 
 
 def test_a_query_runs_in_a_sandbox_and_comes_back(sandbox_runner: SandboxRunner, seeded: str) -> None:

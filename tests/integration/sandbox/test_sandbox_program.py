@@ -19,10 +19,7 @@ from sandbox.config import SandboxConfig
 from sandbox.main import handle
 from sandbox.serialize import encode
 from sandbox.wire import SandboxResult
-from tests.conftest_sandbox import LIMITS, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
+from tests.support.jobs import LIMITS, make_job
 
 
 @pytest.fixture(scope="module")

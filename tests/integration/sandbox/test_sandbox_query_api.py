@@ -13,9 +13,8 @@ from gateway.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers
 from sandbox.config import SandboxConfig
 from sandbox.query_api import build_request, from_typed
-from tests.conftest_sandbox import SettingsFactory, count_label, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
+from tests.support.graph import count_label
+from tests.support.jobs import SettingsFactory, make_job
 
 
 def test_request_building() -> None:
@@ -60,7 +59,6 @@ def query_api_runner(
     assert remove_leftovers(docker_client, runner.runner_id) == 0
 
 
-@pytest.mark.integration
 def test_query_api_reads_through_the_sandbox(query_api_runner: SandboxRunner, seeded: str) -> None:
     result = query_api_runner.run(make_job(f"MATCH (n:{seeded}) WHERE n.i <= 2 RETURN n, n.i AS i ORDER BY i"))
     assert result.ok, result.error
@@ -68,7 +66,6 @@ def test_query_api_reads_through_the_sandbox(query_api_runner: SandboxRunner, se
     assert result.rows[0][0]["$type"] == "node" and result.rows[0][0]["labels"] == [seeded]
 
 
-@pytest.mark.integration
 def test_query_api_truncates_and_refuses_writes(query_api_runner: SandboxRunner, neo4j_driver: Any) -> None:
     result = query_api_runner.run(make_job("UNWIND range(1, 1000) AS i RETURN i"))
     assert result.ok and result.truncated and result.truncation == "rows"

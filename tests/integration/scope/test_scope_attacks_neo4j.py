@@ -20,8 +20,6 @@ import pytest
 from gateway import guard, scope
 from gateway.policy import Policy, ToolName, load_policy
 
-pytestmark = pytest.mark.integration
-
 POLICY = load_policy()
 SCOPE_PARAM = POLICY.scope.scope_parameter
 A = ["project-a"]

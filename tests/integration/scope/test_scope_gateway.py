@@ -15,11 +15,8 @@ import pytest
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway, LayerSwitches, Principal
-from tests.conftest_sandbox import SettingsFactory
-from tests.conftest_scope import leaked_secrets
-
-pytest_plugins = ["tests.conftest_sandbox", "tests.conftest_scope"]
-pytestmark = pytest.mark.integration
+from tests.support.jobs import SettingsFactory
+from tests.support.rows import leaked_secrets
 
 AGENT_A = Principal(name="agent-a", scope=frozenset({"project-a"}))
 NOBODY = Principal(name="forgot-scope")

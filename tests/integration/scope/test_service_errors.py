@@ -17,8 +17,6 @@ from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway, Principal, withheld_details
 
-pytest_plugins = ["tests.conftest_sandbox"]
-
 
 @pytest.mark.parametrize(
     ("message", "code"),
@@ -43,7 +41,6 @@ def dated(neo4j_driver: Any) -> Iterator[str]:
     neo4j_driver.execute_query(f"MATCH (n:`{label}`) DETACH DELETE n")
 
 
-@pytest.mark.integration
 def test_a_runtime_error_through_the_real_sandbox_quotes_no_value(
     sandbox_runner: SandboxRunner, dated: str
 ) -> None:

@@ -21,10 +21,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from gateway.audit import AuditLog
 from gateway.neo4j_local import Neo4jConnection
 from gateway.policy import load_policy
-from tests.conftest_server import GATEWAY_CLI, REPO, HttpServer, SeededGraph, server_env
-
-pytest_plugins = ["tests.conftest_server"]
-pytestmark = pytest.mark.integration
+from tests.support.env import server_env
+from tests.support.paths import GATEWAY_CLI, REPO
+from tests.support.server import HttpServer, SeededGraph
 
 LIMITS = load_policy().tool("analyze").limits
 
