@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.demo import Step, render
 from gateway.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
 
@@ -75,12 +74,3 @@ def test_demo_fails_with_exit_2_when_neo4j_is_unreachable(sandbox_image: str, tm
     assert "set-up failed" in done.stderr and "cannot reach Neo4j" in done.stderr
 
 
-def test_report_marks_a_misbehaving_step() -> None:
-    good = Step("fine", "agent-a", "analyze", "RETURN 1 AS x", {}, got=["1"], decided_by="sandbox", ok=True)
-    bad = Step("leaky", "agent-a", "analyze", "MATCH (n) RETURN n", {}, decided_by="scope rewrite")
-    bad.expect(False, "fact-r-1 came back")
-    bad.expect(False, "a later problem does not hide the first")
-    text = render([good, bad], 1.0)
-    assert "[ok  ] 1. fine" in text and "[FAIL] 2. leaky" in text
-    assert "PROBLEM fact-r-1 came back" in text
-    assert "1/2 steps ok" in text and "did NOT behave as expected" in text

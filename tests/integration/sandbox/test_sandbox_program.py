@@ -212,15 +212,6 @@ def test_password_is_scrubbed_from_the_environment(bolt_env: dict[str, str]) -> 
     assert proc.stdout.strip() == "False", proc.stderr
 
 
-def test_bytes_and_unknown_values_are_tagged() -> None:
-    from sandbox.serialize import to_json
-
-    # Bytes never arrive as JSON parameters, so they are checked on the serializer directly.
-    assert to_json(b"\x00\xffhi") == {"$type": "bytes", "base64": "AP9oaQ=="}
-    assert to_json(object())["$type"] == "unknown"
-    assert to_json(float("inf")) == {"$type": "float", "value": "inf"}
-
-
 def test_explain_check_refuses_load_csv(backend: BoltBackend) -> None:
     # LOAD CSV is a read (query type "r") yet Neo4j fetches the URL itself: SSRF and exfiltration.
     for url in ("http://169.254.169.254/latest/meta-data/", "https://x.example/?d=secret"):
