@@ -1,5 +1,6 @@
 # The two commands of the README. Each does all of its own set-up.
-.PHONY: demo test setup lint
+# `make unit` is the contributors' fast loop: the unit tests only, with the venv as its only set-up.
+.PHONY: demo test unit setup venv lint
 
 demo: setup
 	.venv/bin/python -m gateway.demo
@@ -10,8 +11,14 @@ test: setup
 	.venv/bin/pytest; s=$$?; \
 	if [ $$s -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$s
 
+unit: venv
+	.venv/bin/pytest tests/unit
+
 setup:
 	bash scripts/setup.sh
+
+venv:
+	bash scripts/venv.sh
 
 lint:
 	.venv/bin/ruff check

@@ -85,12 +85,12 @@ def bench_mcp(label: str, layer: str, calls: int, image: str, audit: Path) -> di
         async with Client(params, read_timeout_seconds=120) as client:
             for _ in range(3):  # warm-up: the pool fills, code paths load
                 result = await client.call_tool("recall", args)
-                assert not result.is_error, result.content[0].text
+                assert not result.is_error, result.content
             for _ in range(calls):
                 started = time.perf_counter()
                 result = await client.call_tool("recall", args)
                 timings.append((time.perf_counter() - started) * 1000)
-                assert not result.is_error and result.structured_content["rowCount"] == 5, result.content[0].text
+                assert not result.is_error and result.structured_content["rowCount"] == 5, result.content
                 # The pool refills after each one-shot container; pace calls like an agent would.
                 await anyio.sleep(0.3)
 

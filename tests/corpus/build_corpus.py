@@ -7,13 +7,15 @@ the corpus if any case does not decide as labelled with the current guard.
 """
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 SEED = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "corpus" / "guard-seed.jsonl"
 seed = [json.loads(line) for line in SEED.read_text().splitlines()]
-out = []
+out: list[dict[str, Any]] = []
 # Reviewed relabels of seed cases: id -> (expect, rule, note)
 relabel = {
     19: ("deny", "pattern.unbounded", "unbounded * inside shortestPath; default policy requires an upper bound"),
@@ -37,7 +39,10 @@ from gateway.policy import load_policy
 
 POL = {"default": load_policy(), "permissive": load_policy(REPO / "tests/corpus/policies/permissive.yaml")}
 
-def add(query, expect, rule=None, *, label, tags=(), note="", tool="analyze", params=None, policy="default", origin="project"):
+def add(
+    query: str, expect: str, rule: str | None = None, *, label: str, tags: Iterable[str] = (), note: str = "",
+    tool: str = "analyze", params: dict[str, Any] | None = None, policy: str = "default", origin: str = "project",
+) -> None:  # fmt: skip
     out.append(dict(id=len(out) + 1, label=label, expect=expect, rule=rule, tool=tool, params=params or {},
                     policy=policy, tags=list(tags), note=note, origin=origin, query=query))
 

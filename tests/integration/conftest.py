@@ -55,10 +55,10 @@ def neo4j_driver(neo4j_connection: Neo4jConnection) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
-    import docker
+    from docker.client import DockerClient
 
     try:
-        client = docker.from_env()
+        client = DockerClient.from_env()
         client.ping()
     except Exception as exc:
         pytest.fail(

@@ -18,7 +18,7 @@ class CorpusCase(TypedDict):
 
     id: int
     label: str
-    expect: Literal["allow", "reject"]
+    expect: Literal["allow", "deny"]
     rule: str | None
     tool: Literal["analyze", "recall"]
     params: dict[str, Any]

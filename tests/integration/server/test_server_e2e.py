@@ -17,6 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import TextResourceContents
 
 from gateway.audit import AuditLog
 from gateway.neo4j_local import Neo4jConnection
@@ -231,8 +232,9 @@ def test_http_schema_resource_is_scoped_to_the_token(http_server: HttpServer, se
         async with create_mcp_http_client(headers={"authorization": f"Bearer {token}"}) as http, Client(
             streamable_http_client(http_server.url, http_client=http), read_timeout_seconds=120
         ) as client:
-            contents = (await client.read_resource("schema://graph")).contents
-            data: dict[str, Any] = json.loads(contents[0].text)
+            (contents,) = (await client.read_resource("schema://graph")).contents
+            assert isinstance(contents, TextResourceContents)
+            data: dict[str, Any] = json.loads(contents.text)
             return data
 
     in_scope = anyio.run(read, http_server.tokens["agent-in-scope"])
