@@ -6,14 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEADER = """\
-policy: default
-fixture: builtin:memory
-defaults:
-  principal: {name: agent-a, scope: [project-a]}
-  tool: analyze
-cases:
-"""
+from tests.support.mnr import SUITE_HEADER
+
+HEADER = SUITE_HEADER
 
 
 def _run_cli(args: list[str]) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,6 @@ row holding a hidden element and marks the answer ``degraded: ["scope:redacted"]
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway, LayerSwitches, Principal
-from tests.support.jobs import SettingsFactory
 from tests.support.rows import leaked_secrets
 
 AGENT_A = Principal(name="agent-a", scope=frozenset({"project-a"}))
@@ -29,13 +27,8 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def runner(runner_settings: SettingsFactory, docker_client: Any) -> Iterator[SandboxRunner]:
-    pool = SandboxRunner(runner_settings())
-    ok, reason = pool.available()
-    assert ok, f"the sandbox runner could not start: {reason}"
-    assert pool.wait_ready(90), "the warm pool did not fill within 90 s"
-    yield pool
-    pool.close()
+def runner(sandbox_runner: SandboxRunner) -> SandboxRunner:
+    return sandbox_runner
 
 
 @pytest.mark.parametrize("query", QUERIES)
