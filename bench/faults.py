@@ -118,7 +118,7 @@ def main() -> int:
     kill_bound = frozen[0][1]
     results = {
         "repeat": args.repeat,
-        "docker_unreachable_seconds": round(statistics.median(unreachable), 3),
+        "docker_unreachable_ms": round(statistics.median(unreachable) * 1000, 1),
         "frozen_container": {
             "bound_seconds": kill_bound,
             "median_seconds": round(statistics.median(s for s, _ in frozen), 3),
