@@ -46,7 +46,9 @@ def neo4j_driver(neo4j_connection: Neo4jConnection) -> Iterator[Any]:
     """A direct driver with write rights, for seeding and checking only (never for agent queries)."""
     import neo4j
 
-    driver = neo4j.GraphDatabase.driver(neo4j_connection.uri, auth=(neo4j_connection.user, neo4j_connection.password))
+    driver = neo4j.GraphDatabase.driver(
+        neo4j_connection.uri, auth=(neo4j_connection.user, neo4j_connection.password)
+    )
     yield driver
     driver.close()
 
@@ -89,7 +91,6 @@ def neo4j_image(docker_client: Any) -> str:
 
 
 # --- the sandbox runner --------------------------------------------------------------------------
-
 
 def bolt_host_port(connection: Neo4jConnection) -> tuple[str, int]:
     parsed = urlparse(connection.uri)

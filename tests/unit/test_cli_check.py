@@ -22,11 +22,7 @@ def test_allowed_query_exit_0_and_one_json_object() -> None:
     result = run("check", stdin="MATCH (n) RETURN n LIMIT 1")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {
-        "allowed": True,
-        "rule": None,
-        "reason": None,
-        "tool": "analyze",
-        "policy": "default",
+        "allowed": True, "rule": None, "reason": None, "tool": "analyze", "policy": "default",
     }
 
 
@@ -49,7 +45,7 @@ def test_params_and_tool_are_applied() -> None:
     assert reserved.returncode == 3 and json.loads(reserved.stdout)["rule"] == "param.reserved"
 
 
-@pytest.mark.parametrize("params", ["{", "[1, 2]", '"x"'])
+@pytest.mark.parametrize("params", ["{", "[1, 2]", "\"x\""])
 def test_bad_params_exit_2(params: str) -> None:
     result = run("check", "--params", params, stdin="RETURN 1")
     assert result.returncode == 2 and result.stdout == "" and "params" in result.stderr

@@ -37,12 +37,8 @@ def test_facts_are_collected_inside_every_kind_of_nesting() -> None:
 
 
 def test_procedure_names_are_normalised() -> None:
-    for query in (
-        "CALL `apoc`.`cypher`.`doIt`('x')",
-        "CALL apoc . cypher . doIt('x')",
-        "CALL /* c */ apoc./* c */cypher.doIt('x')",
-        "CALL apoc.cypher.doIt('x') YIELD value",
-    ):
+    for query in ("CALL `apoc`.`cypher`.`doIt`('x')", "CALL apoc . cypher . doIt('x')",
+                  "CALL /* c */ apoc./* c */cypher.doIt('x')", "CALL apoc.cypher.doIt('x') YIELD value"):
         assert p(query).facts.procedures == ["apoc.cypher.doIt"], query
 
 
@@ -60,9 +56,8 @@ def test_spans_cover_exact_source_and_rewrite_splices() -> None:
     match = next(parsed.find_all(ast.Match))
     assert parsed.source(match.patterns[0]) == "(n:Person)"
     assert match.where is not None and parsed.source(match.where) == "n.age > 3 OR n.x"
-    new = parsed.rewrite(
-        [(match.where.start, match.where.start, "("), (match.where.end, match.where.end, ") AND n.layers IS NOT NULL")]
-    )
+    new = parsed.rewrite([(match.where.start, match.where.start, "("),
+                          (match.where.end, match.where.end, ") AND n.layers IS NOT NULL")])
     assert new == "MATCH (n:Person) WHERE (n.age > 3 OR n.x) AND n.layers IS NOT NULL RETURN n.name AS name"
     with pytest.raises(ValueError):
         parsed.rewrite([(0, 5, "x"), (3, 7, "y")])

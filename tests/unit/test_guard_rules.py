@@ -42,12 +42,8 @@ def test_unknown_tool_is_rejected() -> None:
 
 def test_denied_label_anywhere() -> None:
     policy = _with(denied_labels=frozenset({"Secret"}))
-    for query in (
-        "MATCH (s:Secret) RETURN s",
-        "MATCH (n) WHERE n:Secret RETURN n",
-        "MATCH (n) WHERE EXISTS { (n)-->(:Secret) } RETURN n",
-        "MATCH (n:`Secret`) RETURN n",
-    ):
+    for query in ("MATCH (s:Secret) RETURN s", "MATCH (n) WHERE n:Secret RETURN n",
+                  "MATCH (n) WHERE EXISTS { (n)-->(:Secret) } RETURN n", "MATCH (n:`Secret`) RETURN n"):
         decision = check(query, {}, "analyze", policy)
         assert decision.rule == "label.denied", query
     assert check("MATCH (s:Public) RETURN s", {}, "analyze", policy).allowed

@@ -77,10 +77,9 @@ def served(tmp_path: Path) -> Iterator[Served]:
 def _call(url: str, token: str | None, tool: str, args: dict[str, Any]) -> Any:
     async def go() -> Any:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        async with (
-            create_mcp_http_client(headers=headers) as http,
-            Client(streamable_http_client(url, http_client=http)) as client,
-        ):
+        async with create_mcp_http_client(headers=headers) as http, Client(
+            streamable_http_client(url, http_client=http)
+        ) as client:
             return await client.call_tool(tool, args)
 
     return anyio.run(go)

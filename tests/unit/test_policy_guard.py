@@ -34,9 +34,9 @@ def test_default_is_strict() -> None:
     [
         (("max_hops: 8", "max_hops: 8\n      max_hopz: 9"), "max_hopz"),
         (("allowed_clauses: [MATCH,", "allowed_clauses: [CREATE, MATCH,"), "allowed_clauses"),
-        (('prefixes: ["__gw", "__mentis"]', 'prefixes: ["__mentis"]'), "scope_parameter"),
+        (("prefixes: [\"__gw\", \"__mentis\"]", "prefixes: [\"__mentis\"]"), "scope_parameter"),
         (("max_rows: 100", "max_rows: 0"), "max_rows"),
-        (("procedures_allowed: [db.labels,", 'procedures_allowed: ["db.*", db.labels,'), "procedures_allowed"),
+        (("procedures_allowed: [db.labels,", "procedures_allowed: [\"db.*\", db.labels,"), "procedures_allowed"),
     ],
 )
 def test_invalid_policies_are_refused(tmp_path: Path, mutation: tuple[str, str], needle: str) -> None:

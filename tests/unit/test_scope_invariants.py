@@ -26,6 +26,7 @@ from tests.support.shapes import ADVERSARIAL_WHERE
 POLICY = load_policy()
 
 
+
 def corpus_reads() -> list[str]:
     out = []
     for record in load_corpus():
@@ -108,19 +109,8 @@ def test_every_corpus_read_rewrites_to_a_closed_query() -> None:
 
 
 _ATOMS = st.sampled_from(
-    [
-        "true",
-        "false",
-        "a.x = 1",
-        "a.id = 'fact-b1'",
-        "a:Secret",
-        "a.x IS NULL",
-        "(a)-->(:Fact)",
-        "a.x IN [1, 2]",
-        "EXISTS { (a)-->(b) WHERE b.x = 1 OR true }",
-        "$p = 1",
-        "NOT a.y",
-    ]
+    ["true", "false", "a.x = 1", "a.id = 'fact-b1'", "a:Secret", "a.x IS NULL", "(a)-->(:Fact)",
+     "a.x IN [1, 2]", "EXISTS { (a)-->(b) WHERE b.x = 1 OR true }", "$p = 1", "NOT a.y"]
 )
 
 

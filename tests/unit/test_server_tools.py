@@ -92,10 +92,8 @@ def test_success_and_each_error_code_on_the_wire() -> None:
     assert _error(empty)["code"] == "invalid_input"
 
 
-@pytest.mark.parametrize(
-    ("sandbox_code", "wire_code"),
-    [("timeout", "timeout"), ("neo4j_refused", "neo4j_refused"), ("unavailable", "unavailable")],
-)
+@pytest.mark.parametrize(("sandbox_code", "wire_code"),
+                         [("timeout", "timeout"), ("neo4j_refused", "neo4j_refused"), ("unavailable", "unavailable")])
 def test_sandbox_failures_are_tool_errors_not_crashes(sandbox_code: Any, wire_code: str) -> None:
     gateway = Gateway(load_policy(), Answering(SandboxError(code=sandbox_code, message="m")))
     failed, after = _calls(gateway, ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"}))

@@ -56,3 +56,5 @@ def test_demo_fails_with_exit_2_when_neo4j_is_unreachable(sandbox_image: str, tm
     done = _demo(env, "--workdir", str(tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "set-up failed" in done.stderr and "cannot reach Neo4j" in done.stderr
+
+

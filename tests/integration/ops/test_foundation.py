@@ -28,7 +28,9 @@ print(json.dumps({"c": c}))
 """
 
 
-def test_count_through_a_sandbox_image_container_to_a_neo4j_container(sandbox_image: str, neo4j_image: str) -> None:
+def test_count_through_a_sandbox_image_container_to_a_neo4j_container(
+    sandbox_image: str, neo4j_image: str
+) -> None:
     """MATCH (n) RETURN count(n) from inside a sandbox-image container, against a fresh Neo4j
     container on a private Docker network, so the expected count is exact."""
     from testcontainers.community.neo4j import Neo4jContainer

@@ -18,171 +18,59 @@ GLOBAL: list[str] = []
 
 # (case id, query, scope, ids that must vanish, ids that must stay)
 CASES: list[tuple[str, str, list[str], set[str], set[str]]] = [
-    (
-        "other-project-layer",
-        "MATCH (f:Fact:ScopeFixture) RETURN f",
-        A,
-        {"fact-b1", "fact-b2"},
-        {"fact-a1", "fact-a2", "fact-ab", "fact-g1", "fact-g2"},
-    ),
-    (
-        "forgotten-scope-is-global-only",
-        "MATCH (f:Fact:ScopeFixture) RETURN f",
-        GLOBAL,
-        {"fact-a1", "fact-b1", "fact-ab"},
-        {"fact-g1", "fact-g2"},
-    ),
+    ("other-project-layer", "MATCH (f:Fact:ScopeFixture) RETURN f", A,
+     {"fact-b1", "fact-b2"}, {"fact-a1", "fact-a2", "fact-ab", "fact-g1", "fact-g2"}),
+    ("forgotten-scope-is-global-only", "MATCH (f:Fact:ScopeFixture) RETURN f", GLOBAL,
+     {"fact-a1", "fact-b1", "fact-ab"}, {"fact-g1", "fact-g2"}),
     ("malformed-layers-hidden", "MATCH (f:Fact:ScopeFixture) RETURN f.id", A, {"fact-bad"}, {"fact-a1"}),
-    (
-        "visible-edge-to-hidden-node",
-        "MATCH (:Task {id: 'task-a1'})-[:HAS_ATTEMPT]->(a) RETURN a.id",
-        A,
-        {"att-a1-h"},
-        {"att-a1-1", "att-a1-2", "att-a1-4"},
-    ),
-    (
-        "hidden-intermediate-var-length",
-        "MATCH (:Attempt {id: 'att-a1-2'})-[:NEXT*1..3]->(b) RETURN b.id",
-        A,
-        {"att-a1-h", "att-a1-4"},
-        set(),
-    ),
-    (
-        "hidden-intermediate-named-path",
-        "MATCH p = (:Attempt {id: 'att-a1-1'})-[:NEXT*1..3]->() RETURN p",
-        A,
-        {"att-a1-h", "att-a1-4"},
-        {"att-a1-2"},
-    ),
-    (
-        "hidden-intermediate-quantified",
-        "MATCH (:Attempt {id: 'att-a1-1'}) ((x)-[:NEXT]->(y)){1,3} (e) RETURN e.id, [n IN x | n.id]",
-        A,
-        {"att-a1-h", "att-a1-4"},
-        {"att-a1-2"},
-    ),
-    (
-        "shortest-path-avoids-hidden",
-        "MATCH p = allShortestPaths((a:Fact {id: 'fact-a1'})-[*..4]-(b:Fact {id: 'fact-a2'})) RETURN [n IN nodes(p) | n.id]",
-        A,
-        {"fact-b1"},
-        {"fact-ab"},
-    ),
-    (
-        "hidden-edge-between-visible-nodes",
-        "MATCH (:Fact {id: 'fact-g1'})-[r]->(b) RETURN r, b.id",
-        GLOBAL,
-        {"e-fg1-fg2", "fact-g2", "fact-a1"},
-        set(),
-    ),
+    ("visible-edge-to-hidden-node", "MATCH (:Task {id: 'task-a1'})-[:HAS_ATTEMPT]->(a) RETURN a.id", A,
+     {"att-a1-h"}, {"att-a1-1", "att-a1-2", "att-a1-4"}),
+    ("hidden-intermediate-var-length", "MATCH (:Attempt {id: 'att-a1-2'})-[:NEXT*1..3]->(b) RETURN b.id", A,
+     {"att-a1-h", "att-a1-4"}, set()),
+    ("hidden-intermediate-named-path", "MATCH p = (:Attempt {id: 'att-a1-1'})-[:NEXT*1..3]->() RETURN p", A,
+     {"att-a1-h", "att-a1-4"}, {"att-a1-2"}),
+    ("hidden-intermediate-quantified",
+     "MATCH (:Attempt {id: 'att-a1-1'}) ((x)-[:NEXT]->(y)){1,3} (e) RETURN e.id, [n IN x | n.id]", A,
+     {"att-a1-h", "att-a1-4"}, {"att-a1-2"}),
+    ("shortest-path-avoids-hidden",
+     "MATCH p = allShortestPaths((a:Fact {id: 'fact-a1'})-[*..4]-(b:Fact {id: 'fact-a2'})) RETURN [n IN nodes(p) | n.id]",
+     A, {"fact-b1"}, {"fact-ab"}),
+    ("hidden-edge-between-visible-nodes", "MATCH (:Fact {id: 'fact-g1'})-[r]->(b) RETURN r, b.id", GLOBAL,
+     {"e-fg1-fg2", "fact-g2", "fact-a1"}, set()),
     ("correction-edge-anonymous", "MATCH (d:Decision {id: 'dec-a1'})-->(o) RETURN o.id", A, {"dec-a0"}, set()),
-    (
-        "correction-edge-into-other-layer",
-        "MATCH (d:Decision:ScopeFixture)-[r]-(o) RETURN d.id, type(r), o.id",
-        GLOBAL,
-        {"dec-gb", "SUPERSEDES"},
-        set(),
-    ),
-    (
-        "contradicts-never-traversed",
-        "MATCH (c:Claim {id: 'claim-g1'})-[r]->(x) RETURN type(r), x.id",
-        B,
-        {"CONTRADICTS"},
-        {"dec-a1"} - {"dec-a1"},
-    ),
-    (
-        "optional-match-yields-null",
-        "MATCH (t:Task {id: 'task-a1'}) OPTIONAL MATCH (t)-[:ABOUT]->(f) RETURN t.id, collect(f.id)",
-        A,
-        {"fact-b2"},
-        {"task-a1", "fact-a1"},
-    ),
-    (
-        "union-branches",
-        "MATCH (f:Fact:ScopeFixture) RETURN f.id AS id UNION MATCH (s:Secret:ScopeFixture) RETURN s.id AS id",
-        A,
-        {"fact-b1", "secret-b1", "secret-b2"},
-        {"fact-a1", "secret-a", "secret-g"},
-    ),
+    ("correction-edge-into-other-layer", "MATCH (d:Decision:ScopeFixture)-[r]-(o) RETURN d.id, type(r), o.id", GLOBAL,
+     {"dec-gb", "SUPERSEDES"}, set()),
+    ("contradicts-never-traversed", "MATCH (c:Claim {id: 'claim-g1'})-[r]->(x) RETURN type(r), x.id", B,
+     {"CONTRADICTS"}, {"dec-a1"} - {"dec-a1"}),
+    ("optional-match-yields-null",
+     "MATCH (t:Task {id: 'task-a1'}) OPTIONAL MATCH (t)-[:ABOUT]->(f) RETURN t.id, collect(f.id)", A,
+     {"fact-b2"}, {"task-a1", "fact-a1"}),
+    ("union-branches", "MATCH (f:Fact:ScopeFixture) RETURN f.id AS id UNION MATCH (s:Secret:ScopeFixture) RETURN s.id AS id", A,
+     {"fact-b1", "secret-b1", "secret-b2"}, {"fact-a1", "secret-a", "secret-g"}),
     ("call-subquery", "CALL { MATCH (s:Secret:ScopeFixture) RETURN s } RETURN s.id", A, {"secret-b1"}, {"secret-a"}),
-    (
-        "exists-subquery",
-        "MATCH (d:Decision:ScopeFixture) WHERE EXISTS { (d)<-[:DISAGREES]-(:Claim) } RETURN d.id",
-        A,
-        {"dec-a1"},
-        set(),
-    ),
-    (
-        "pattern-predicate",
-        "MATCH (d:Decision:ScopeFixture) WHERE (d)<-[:DISAGREES]-() RETURN d.id",
-        A,
-        {"dec-a1"},
-        set(),
-    ),
-    (
-        "collect-subquery",
-        "MATCH (d:Decision {id: 'dec-a1'}) RETURN COLLECT { MATCH (d)<--(c:Claim) RETURN c.id } AS claims",
-        A,
-        {"claim-b1"},
-        {"claim-a1", "claim-g1"},
-    ),
-    (
-        "pattern-comprehension",
-        "MATCH (t:Task {id: 'task-a1'}) RETURN [(t)-->(x) | coalesce(x.text, x.action)] AS texts",
-        A,
-        {"SECRET-B use prod token"},
-        {"rerun test", "repo-a uses pnpm"},
-    ),
-    (
-        "start-end-node",
-        "MATCH (:ScopeFixture)-[r:HAS_ATTEMPT]->() RETURN startNode(r).id, endNode(r).id",
-        A,
-        {"att-a1-h", "att-b1-1"},
-        {"att-a1-1"},
-    ),
+    ("exists-subquery", "MATCH (d:Decision:ScopeFixture) WHERE EXISTS { (d)<-[:DISAGREES]-(:Claim) } RETURN d.id", A,
+     {"dec-a1"}, set()),
+    ("pattern-predicate", "MATCH (d:Decision:ScopeFixture) WHERE (d)<-[:DISAGREES]-() RETURN d.id", A, {"dec-a1"}, set()),
+    ("collect-subquery",
+     "MATCH (d:Decision {id: 'dec-a1'}) RETURN COLLECT { MATCH (d)<--(c:Claim) RETURN c.id } AS claims", A,
+     {"claim-b1"}, {"claim-a1", "claim-g1"}),
+    ("pattern-comprehension", "MATCH (t:Task {id: 'task-a1'}) RETURN [(t)-->(x) | coalesce(x.text, x.action)] AS texts", A,
+     {"SECRET-B use prod token"}, {"rerun test", "repo-a uses pnpm"}),
+    ("start-end-node", "MATCH (:ScopeFixture)-[r:HAS_ATTEMPT]->() RETURN startNode(r).id, endNode(r).id", A,
+     {"att-a1-h", "att-b1-1"}, {"att-a1-1"}),
     # The parser's spans exclude an operand's parentheses: wrapping them naively gave `x OR (y AND scope)`.
-    (
-        "parenthesized-or-operands",
-        "MATCH (f:Fact:ScopeFixture) WHERE (f.id = 'fact-b1') OR (false) RETURN f.id",
-        A,
-        {"fact-b1"},
-        set(),
-    ),
-    (
-        "double-parenthesized-or",
-        "MATCH (f:Fact:ScopeFixture) WHERE ((f.id = 'fact-b1')) OR ((f.id = 'x')) RETURN f.id",
-        A,
-        {"fact-b1"},
-        set(),
-    ),
-    (
-        "parenthesized-or-in-optional",
-        "MATCH (t:Task {id: 'task-a1'}) OPTIONAL MATCH (t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) RETURN x.id",
-        A,
-        {"att-a1-h"},
-        set(),
-    ),
-    (
-        "parenthesized-or-in-comprehension",
-        "MATCH (t:Task {id: 'task-a1'}) RETURN [(t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) | x.id] AS xs",
-        A,
-        {"att-a1-h"},
-        set(),
-    ),
-    (
-        "parenthesized-or-in-exists",
-        "MATCH (t:Task {id: 'task-a1'}) WHERE EXISTS { (t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) } RETURN t.id",
-        A,
-        {"task-a1"},
-        set(),
-    ),
-    (
-        "aggregate-text",
-        "MATCH (f:Fact:ScopeFixture) RETURN collect(f.text) AS texts",
-        A,
-        {"SECRET-B vault path /kv/billing"},
-        {"repo-a uses pnpm"},
-    ),
+    ("parenthesized-or-operands", "MATCH (f:Fact:ScopeFixture) WHERE (f.id = 'fact-b1') OR (false) RETURN f.id", A,
+     {"fact-b1"}, set()),
+    ("double-parenthesized-or", "MATCH (f:Fact:ScopeFixture) WHERE ((f.id = 'fact-b1')) OR ((f.id = 'x')) RETURN f.id", A,
+     {"fact-b1"}, set()),
+    ("parenthesized-or-in-optional", "MATCH (t:Task {id: 'task-a1'}) OPTIONAL MATCH (t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) RETURN x.id", A,
+     {"att-a1-h"}, set()),
+    ("parenthesized-or-in-comprehension", "MATCH (t:Task {id: 'task-a1'}) RETURN [(t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) | x.id] AS xs", A,
+     {"att-a1-h"}, set()),
+    ("parenthesized-or-in-exists", "MATCH (t:Task {id: 'task-a1'}) WHERE EXISTS { (t)-->(x) WHERE (x.id = 'att-a1-h') OR (false) } RETURN t.id", A,
+     {"task-a1"}, set()),
+    ("aggregate-text", "MATCH (f:Fact:ScopeFixture) RETURN collect(f.text) AS texts", A,
+     {"SECRET-B vault path /kv/billing"}, {"repo-a uses pnpm"}),
 ]
 
 
@@ -258,7 +146,8 @@ def test_rewritten_query_is_still_a_read_with_the_same_columns(run_scoped: RunSc
 
 def test_recall_shape_with_required_parameters(run_scoped: RunScoped) -> None:
     query = (
-        "MATCH (t:Task {repository: $repository, id: $taskId})-[:HAS_ATTEMPT]->(a) RETURN a.id, a.check ORDER BY a.seq"
+        "MATCH (t:Task {repository: $repository, id: $taskId})-[:HAS_ATTEMPT]->(a) "
+        "RETURN a.id, a.check ORDER BY a.seq"
     )
     params: dict[str, Any] = {"repository": "repo-a", "taskId": "task-a1"}
     scoped = run_scoped(query, A, tool="recall", params=params)
@@ -275,7 +164,5 @@ def test_every_adversarial_shape_rewrites_to_cypher_neo4j_plans_as_a_read(scope_
         decision = guard.check(query, {}, "analyze", policy)
         assert decision.allowed and decision.parsed is not None, query
         rewritten = scope.rewrite(decision.parsed, policy=policy, tool="analyze").cypher
-        _, summary, _ = scope_graph.execute_query(
-            "EXPLAIN " + rewritten, {"__gw_scope": ["project-a"]}, database_="neo4j"
-        )
+        _, summary, _ = scope_graph.execute_query("EXPLAIN " + rewritten, {"__gw_scope": ["project-a"]}, database_="neo4j")
         assert summary.query_type == "r", rewritten

@@ -26,7 +26,9 @@ def dated(neo4j_driver: Any) -> Iterator[str]:
     neo4j_driver.execute_query(f"MATCH (n:`{label}`) DETACH DELETE n")
 
 
-def test_a_runtime_error_through_the_real_sandbox_quotes_no_value(sandbox_runner: SandboxRunner, dated: str) -> None:
+def test_a_runtime_error_through_the_real_sandbox_quotes_no_value(
+    sandbox_runner: SandboxRunner, dated: str
+) -> None:
     gateway = Gateway(load_policy(), sandbox_runner)
     with pytest.raises(Neo4jRefused) as refused:
         gateway.run("analyze", f"MATCH (n:`{dated}`) RETURN date(n.text) AS d", {}, Principal(name="t"))

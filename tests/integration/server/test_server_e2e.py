@@ -141,13 +141,17 @@ def test_stdio_out_of_scope_principal_sees_nothing(
 
     async def session() -> Any:
         async with Client(_stdio(env), read_timeout_seconds=120) as client:
-            return await client.call_tool("analyze", {"cypher": f"MATCH (n:{seeded_graph.label}) RETURN count(n) AS c"})
+            return await client.call_tool(
+                "analyze", {"cypher": f"MATCH (n:{seeded_graph.label}) RETURN count(n) AS c"}
+            )
 
     result = _ok(anyio.run(session))
     assert result["rows"] == [[0]]
 
 
-def test_stdio_analyze_disabled_when_the_sandbox_cannot_run(neo4j_connection: Neo4jConnection, tmp_path: Path) -> None:
+def test_stdio_analyze_disabled_when_the_sandbox_cannot_run(
+    neo4j_connection: Neo4jConnection, tmp_path: Path
+) -> None:
     audit_path = tmp_path / "audit.jsonl"
     # An image that does not exist: the runner cannot start a sandbox.
     env = server_env(neo4j_connection, "cypher-gateway/sandbox:does-not-exist", audit_path)
@@ -180,10 +184,9 @@ def test_stdio_analyze_disabled_when_the_sandbox_cannot_run(neo4j_connection: Ne
 def _http_call(url: str, token: str | None, tool: str, args: dict[str, Any]) -> Any:
     async def go() -> Any:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        async with (
-            create_mcp_http_client(headers=headers) as http,
-            Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client,
-        ):
+        async with create_mcp_http_client(headers=headers) as http, Client(
+            streamable_http_client(url, http_client=http), read_timeout_seconds=120
+        ) as client:
             return await client.call_tool(tool, args)
 
     return anyio.run(go)
@@ -226,10 +229,9 @@ def test_http_right_token_is_served_with_its_scope(http_server: HttpServer, seed
 
 def test_http_schema_resource_is_scoped_to_the_token(http_server: HttpServer, seeded_graph: SeededGraph) -> None:
     async def read(token: str) -> dict[str, Any]:
-        async with (
-            create_mcp_http_client(headers={"authorization": f"Bearer {token}"}) as http,
-            Client(streamable_http_client(http_server.url, http_client=http), read_timeout_seconds=120) as client,
-        ):
+        async with create_mcp_http_client(headers={"authorization": f"Bearer {token}"}) as http, Client(
+            streamable_http_client(http_server.url, http_client=http), read_timeout_seconds=120
+        ) as client:
             (contents,) = (await client.read_resource("schema://graph")).contents
             assert isinstance(contents, TextResourceContents)
             data: dict[str, Any] = json.loads(contents.text)
