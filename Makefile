@@ -1,18 +1,27 @@
 # The two commands of the README. Each does all of its own set-up.
-.PHONY: demo test setup lint
+# `make unit` is the contributors' fast loop: the unit tests only, with the venv as its only set-up.
+.PHONY: demo test unit setup venv lint
 
 demo: setup
 	.venv/bin/python -m gateway.ops.demo
 
 test: setup
 	.venv/bin/ruff check
+	.venv/bin/ruff format --check
 	.venv/bin/mypy
 	.venv/bin/pytest; s=$$?; \
 	if [ $$s -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$s
 
+unit: venv
+	.venv/bin/pytest tests/unit -n 2
+
 setup:
 	bash scripts/setup.sh
 
+venv:
+	bash scripts/venv.sh
+
 lint:
 	.venv/bin/ruff check
+	.venv/bin/ruff format --check
 	.venv/bin/mypy

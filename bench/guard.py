@@ -1,7 +1,9 @@
-"""Guard decision cost: median and p99 microseconds for small, 10 KB and 64 KB queries.
+"""Guard decision cost: median and p99 microseconds for small, 1 KB, 10 KB and 64 KB queries.
 
 Runs the real ``gateway.guard.check`` and, in the same process and run, the
-naive keyword-regex guard a competitor uses, and prints the ratio. With
+naive keyword-regex guard a competitor uses, and prints the ratio. The cost per KB
+of the 64 KB query over that of the 1 KB query shows the parse is linear in size
+(1.0 linear; 64 would be quadratic). With
 ``--graphglot`` it also measures graphglot 0.14.3's parse of the same small
 queries (the numbers in docs/decisions/0001-own-cypher-parser.md).
 
@@ -100,6 +102,7 @@ def main() -> int:
     assert guard(classes["large (64 KB)"][0][0]).allowed  # type: ignore[attr-defined]
 
     results: dict[str, object] = {}
+    per_kb: dict[str, float] = {}
     for name, (queries, rounds) in classes.items():
         g = summary(measure(guard, queries, rounds))
         n = summary(measure(naive, queries, rounds))
@@ -112,6 +115,11 @@ def main() -> int:
             "ratio_p50": round(g["p50_us"] / max(n["p50_us"], 0.01), 1),
             "guard_us_per_kb": round(g["p50_us"] / (mean_chars / 1024), 1),
         }
+        per_kb[name] = g["p50_us"] / (mean_chars / 1024)
+    results["size scaling"] = {
+        "us_per_kb_64KB_over_1KB": round(per_kb["large (64 KB)"] / per_kb["1 KB"], 2),
+        "us_per_kb_10KB_over_1KB": round(per_kb["medium (10 KB)"] / per_kb["1 KB"], 2),
+    }
     if args.graphglot:
         from graphglot.dialect.neo4j import Neo4j
 

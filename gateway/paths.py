@@ -13,18 +13,20 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("CYPHER_GATEWAY_CACHE") or Path(
-        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    ) / "cypher-gateway"
+    base = (
+        os.environ.get("CYPHER_GATEWAY_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cypher-gateway"
+    )
     path = Path(base)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def state_dir() -> Path:
-    base = os.environ.get("CYPHER_GATEWAY_STATE") or Path(
-        os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    ) / "cypher-gateway"
+    base = (
+        os.environ.get("CYPHER_GATEWAY_STATE")
+        or Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "cypher-gateway"
+    )
     path = Path(base)
     path.mkdir(parents=True, exist_ok=True)
     return path

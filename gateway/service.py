@@ -182,7 +182,6 @@ class Gateway:
         # never survive (the guard also rejects such keys outright).
         return _Prepared(plan=plan, params={**caller_params, **plan.params})
 
-
     def _audit(self, event: AuditEvent) -> None:
         if self.audit is not None:
             self.audit.write(event)

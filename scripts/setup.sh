@@ -9,15 +9,7 @@ step() { echo "==> $* ($(date +%H:%M:%S))" >&2; }
 started=$(date +%s)
 
 step "Python venv (.venv)"
-python=${PYTHON:-python3.11}
-command -v "$python" >/dev/null || python=python3
-[ -x .venv/bin/python ] || "$python" -m venv .venv
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-12)
-if [ ! -e "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
-  rm -f .venv/.installed-* && touch "$stamp"
-fi
+bash scripts/venv.sh
 
 step "Docker daemon"
 bash scripts/ensure-docker.sh

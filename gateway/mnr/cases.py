@@ -1,13 +1,16 @@
 """The case-file format: pydantic models of ``*.mnr.yaml``, strict (an unknown key is an error).
 
-A file holds one fixture reference, optional defaults and a list of cases::
+A file names the policy its expectations assume, one fixture reference, optional
+defaults and a list of cases::
 
+    policy: default                    # the `name` of the policy in force; any other is refused
     fixture: builtin:memory            # or a path to a .cypher file, relative to this file
     defaults:
       principal: {name: agent-a, scope: [project-a]}
       tool: analyze
     cases:
       - id: other-project-fact
+        description: A fact in another project's layer never comes back.
         query: MATCH (f:Fact) RETURN f
         must_not_retrieve: [{uid: fact-b-1}]
         must_retrieve: [{uid: fact-a-1}]
@@ -166,6 +169,9 @@ class Case(_Strict):
 class Suite(_Strict):
     """One ``*.mnr.yaml`` file."""
 
+    # The name of the policy the expectations were written for: what must stay hidden and
+    # which rule rejects what depend on it, so a run under another policy is refused.
+    policy: Annotated[str, Field(min_length=1)]
     fixture: str
     # The fixture property that names elements in `uid` selectors.
     key_property: Annotated[str, Field(min_length=1)] = "uid"

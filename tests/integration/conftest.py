@@ -1,4 +1,5 @@
-"""Shared fixtures: the real Neo4j and the real Docker daemon.
+"""Fixtures for every integration test: the real Neo4j, the real Docker daemon, the images and
+a warm sandbox pool. Every test below this directory is marked ``integration``.
 
 Nothing here skips. A missing service is set up (Neo4j is started, images are
 built) or the test fails with a message that names what is missing.
@@ -7,16 +8,27 @@ built) or the test fails with a message that names what is missing.
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.config import GatewaySettings, connection_settings
 from gateway.ops import images, neo4j_local
 from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers, settings_for
+from tests.support.jobs import SettingsFactory
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -40,10 +52,10 @@ def neo4j_driver(neo4j_connection: Neo4jConnection) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
-    import docker
+    from docker.client import DockerClient
 
     try:
-        client = docker.from_env()
+        client = DockerClient.from_env()
         client.ping()
     except Exception as exc:
         pytest.fail(
@@ -55,7 +67,7 @@ def docker_client() -> Iterator[Any]:
     client.close()
 
 
-def _ensure(builder: Any, name: str) -> str:
+def _ensure(builder: Callable[[], str], name: str) -> str:
     try:
         tag: str = builder()
     except images.ImageBuildError as exc:
@@ -75,6 +87,33 @@ def neo4j_image(docker_client: Any) -> str:
     return _ensure(images.ensure_neo4j_image, "Neo4j")
 
 
-def docker_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the docker CLI; tests use it where the CLI states intent more plainly than the SDK."""
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+# --- the sandbox runner --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def gateway_settings(neo4j_connection: Neo4jConnection, sandbox_image: str) -> GatewaySettings:
+    """The gateway's settings aimed at the test Neo4j and sandbox image (as `serve` would read them)."""
+    return connection_settings(neo4j_connection, sandbox_image=sandbox_image, pool_size=2)
+
+
+@pytest.fixture(scope="session")
+def runner_settings(gateway_settings: GatewaySettings) -> SettingsFactory:
+    """RunnerSettings made the way `serve` makes them; ``overrides`` set what a test varies."""
+
+    def build(**overrides: Any) -> RunnerSettings:
+        return settings_for(gateway_settings, **overrides)
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def sandbox_runner(runner_settings: SettingsFactory, docker_client: Any) -> Iterator[SandboxRunner]:
+    """A running warm pool shared by a module's tests; it must leave nothing behind."""
+    runner = SandboxRunner(runner_settings())
+    ok, reason = runner.available()
+    assert ok, f"the sandbox runner could not start: {reason}"
+    assert runner.wait_ready(90), "the warm pool did not fill within 90 s"
+    yield runner
+    runner_id = runner.runner_id
+    runner.close()
+    assert remove_leftovers(docker_client, runner_id) == 0, "the runner leaked containers"

@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gateway.guard import RULE_IDS, check
-from gateway.policy import Policy, load_policy
-
-CORPUS_PATH = Path(__file__).parent / "corpus" / "guard.jsonl"
-POLICIES = {
-    "default": load_policy(),
-    "permissive": load_policy(Path(__file__).parent / "corpus" / "policies" / "permissive.yaml"),
-}
-
-
-def load_corpus() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in CORPUS_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
-
+from gateway.policy import Policy
+from tests.support.corpus import load_corpus, policy_for
 
 CORPUS = load_corpus()
 
 
-def _policy(case: dict[str, Any]) -> Policy:
-    return POLICIES[case["policy"]]
+def _policy(case: Any) -> Policy:
+    return policy_for(case)
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[f"{c['id']}-{c['label']}" for c in CORPUS])

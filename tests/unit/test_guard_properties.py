@@ -2,23 +2,71 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.guard import RULE_IDS, Decision, check
 from gateway.policy import load_policy
+from tests.support.corpus import load_corpus
 
 POLICY = load_policy()
-CORPUS = [json.loads(x) for x in (Path(__file__).parent / "corpus" / "guard.jsonl").read_text().splitlines()]
-SMALL_READS = [c["query"] for c in CORPUS if c["expect"] == "allow" and c["policy"] == "default"
-               and c["tool"] == "analyze" and not c["params"] and len(c["query"]) < 400]
+CORPUS = load_corpus()
+SMALL_READS = [
+    c["query"]
+    for c in CORPUS
+    if c["expect"] == "allow"
+    and c["policy"] == "default"
+    and c["tool"] == "analyze"
+    and not c["params"]
+    and len(c["query"]) < 400
+]
 ALL_QUERIES = [c["query"] for c in CORPUS if len(c["query"]) < 3000]
-CYPHER_BITS = ["MATCH", "(", ")", "[", "]", "{", "}", "-", "->", "<-", ":", "CALL", "CREATE", "WITH", "RETURN",
-               "'", '"', "`", "/*", "*/", "//", "\n", "\r", "$", "\\", "\\u0027", "EXISTS", "COUNT", "|", ",", ";",
-               "UNION", "*", "..", "{1,", "apoc.load.json", "n", ".", "x", "=", "IS", "NOT", "NULL", "CASE"]
+CYPHER_BITS = [
+    "MATCH",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "-",
+    "->",
+    "<-",
+    ":",
+    "CALL",
+    "CREATE",
+    "WITH",
+    "RETURN",
+    "'",
+    '"',
+    "`",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    "\r",
+    "$",
+    "\\",
+    "\\u0027",
+    "EXISTS",
+    "COUNT",
+    "|",
+    ",",
+    ";",
+    "UNION",
+    "*",
+    "..",
+    "{1,",
+    "apoc.load.json",
+    "n",
+    ".",
+    "x",
+    "=",
+    "IS",
+    "NOT",
+    "NULL",
+    "CASE",
+]
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -56,9 +104,21 @@ def test_any_nesting_depth_is_a_clean_decision(depth: int, opener: str) -> None:
 
 
 @SETTINGS
-@given(st.sampled_from(SMALL_READS), st.sampled_from(["CREATE (x:P)", "SET n.x = 1", "DETACH DELETE n",
-                                                       "MERGE (m)", "REMOVE n.x", "FOREACH (i IN [1] | CREATE ())",
-                                                       "LOAD CSV FROM 'file:///x' AS l", "INSERT (x)"]))
+@given(
+    st.sampled_from(SMALL_READS),
+    st.sampled_from(
+        [
+            "CREATE (x:P)",
+            "SET n.x = 1",
+            "DETACH DELETE n",
+            "MERGE (m)",
+            "REMOVE n.x",
+            "FOREACH (i IN [1] | CREATE ())",
+            "LOAD CSV FROM 'file:///x' AS l",
+            "INSERT (x)",
+        ]
+    ),
+)
 def test_a_write_appended_to_any_read_is_never_allowed(read: str, write: str) -> None:
     query = read.rstrip().rstrip(";") + "\n" + write  # newline: some reads end in a // comment
     assert not check(query, {}, "analyze", POLICY).allowed

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,8 @@ from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.server_cli import http_app
 from gateway.service import Gateway
-from tests.conftest_server import free_port
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 GOOD = "good-" + uuid.uuid4().hex
 OTHER = "other-" + uuid.uuid4().hex
@@ -60,10 +60,7 @@ def _serve(tokens: TokenTable | None, tmp_path: Path) -> Iterator[Served]:
                                        log_level="warning", lifespan="on"))  # fmt: skip
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not uv.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
+    wait_until(lambda: uv.started, timeout=60, what="uvicorn started", interval=0.05)
     yield Served(f"http://127.0.0.1:{port}/mcp", audit)
     uv.should_exit = True
     thread.join(timeout=10)

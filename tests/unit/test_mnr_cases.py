@@ -12,10 +12,11 @@ from pydantic import ValidationError
 from gateway.mnr.cases import Case, Selector, Suite, SuiteError, discover, load_suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.mnr.report import junit_xml, summary, table
-from gateway.mnr.runner import CaseOutcome
+from gateway.mnr.runner import CaseOutcome, MnrSession
 from gateway.mnr.seed import MEMORY_FIXTURE, statements
-
-MNR_DIR = Path(__file__).parent / "mnr"
+from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.policy import load_policy
+from tests.support.paths import MNR_SUITES as MNR_DIR
 
 
 def _case(**fields: Any) -> Case:
@@ -57,7 +58,7 @@ def test_a_case_needs_an_expectation_and_must_reject_stands_alone() -> None:
 
 
 def test_suite_checks_ids_principal_and_tool(tmp_path: Path) -> None:
-    base = {"fixture": "builtin:memory"}
+    base = {"policy": "default", "fixture": "builtin:memory"}
     case = {"id": "a", "query": "RETURN 1", "max_rows": 1}
     with pytest.raises(ValidationError, match="appears twice"):
         Suite.model_validate(
@@ -71,12 +72,12 @@ def test_suite_checks_ids_principal_and_tool(tmp_path: Path) -> None:
 
 def test_load_suite_names_the_file_and_the_problem(tmp_path: Path) -> None:
     bad = tmp_path / "bad.mnr.yaml"
-    bad.write_text("fixture: builtin:memory\ncases:\n  - id: x\n    query: RETURN 1\n    max_rowz: 1\n")
+    bad.write_text("policy: default\nfixture: builtin:memory\ncases:\n- {id: x, query: RETURN 1, max_rowz: 1}\n")
     with pytest.raises(SuiteError, match=r"bad\.mnr\.yaml.*max_rowz"):
         load_suite(bad)
     missing_fixture = tmp_path / "m.mnr.yaml"
     missing_fixture.write_text(
-        "fixture: nowhere.cypher\ndefaults: {tool: analyze, principal: {name: p}}\n"
+        "policy: default\nfixture: nowhere.cypher\ndefaults: {tool: analyze, principal: {name: p}}\n"
         "cases: [{id: x, query: RETURN 1, max_rows: 1}]\n"
     )
     with pytest.raises(SuiteError, match="does not exist"):
@@ -101,6 +102,35 @@ def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
             kinds["must_retrieve"] += bool(case.must_retrieve)
             kinds["expect_rows"] += case.expect_rows is not None
     assert all(count >= 10 for count in kinds.values()), kinds
+
+
+def test_shipped_suites_declare_their_policy_and_describe_every_case() -> None:
+    suites = [load_suite(f) for f in discover([MNR_DIR])]
+    assert {s.policy for s in suites} == {load_policy().name}
+    undescribed = [f"{s.name}::{c.id}" for s in suites for c in s.cases if not c.description.strip()]
+    assert not undescribed, undescribed
+
+
+def test_a_suite_must_declare_its_policy_and_the_runner_refuses_another(tmp_path: Path) -> None:
+    body = (
+        "fixture: builtin:memory\ndefaults: {tool: analyze, principal: {name: p}}\n"
+        "cases: [{id: x, query: RETURN 1, max_rows: 1}]\n"
+    )
+    undeclared = tmp_path / "undeclared.mnr.yaml"
+    undeclared.write_text(body)
+    with pytest.raises(SuiteError, match="policy: Field required"):
+        load_suite(undeclared)
+    other = tmp_path / "other.mnr.yaml"
+    other.write_text("policy: permissive\n" + body)
+    suite = load_suite(other)
+    connection = Neo4jConnection(uri="bolt://127.0.0.1:1", user="neo4j", password="unused")
+    with MnrSession(connection=connection, runner=None) as session:  # refused before anything is seeded or run
+        (outcome,) = session.run_suite(suite)
+    assert outcome.status == "error"
+    assert outcome.failures == [
+        "other assumes policy 'permissive', but the policy in force is 'default': "
+        "its expectations say nothing about another policy"
+    ]
 
 
 def test_seed_file_splits_into_statements() -> None:

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from gateway.policy import POLICIES_DIR, PolicyError, load_policy
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
 
 
 @pytest.mark.parametrize("path", [*sorted(POLICIES_DIR.glob("*.yaml")), REPO / "tests/corpus/policies/permissive.yaml"])
@@ -35,9 +34,9 @@ def test_default_is_strict() -> None:
     [
         (("max_hops: 8", "max_hops: 8\n      max_hopz: 9"), "max_hopz"),
         (("allowed_clauses: [MATCH,", "allowed_clauses: [CREATE, MATCH,"), "allowed_clauses"),
-        (("prefixes: [\"__gw\", \"__mentis\"]", "prefixes: [\"__mentis\"]"), "scope_parameter"),
+        (('prefixes: ["__gw", "__mentis"]', 'prefixes: ["__mentis"]'), "scope_parameter"),
         (("max_rows: 100", "max_rows: 0"), "max_rows"),
-        (("procedures_allowed: [db.labels,", "procedures_allowed: [\"db.*\", db.labels,"), "procedures_allowed"),
+        (("procedures_allowed: [db.labels,", 'procedures_allowed: ["db.*", db.labels,'), "procedures_allowed"),
     ],
 )
 def test_invalid_policies_are_refused(tmp_path: Path, mutation: tuple[str, str], needle: str) -> None:

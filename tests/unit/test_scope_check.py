@@ -36,7 +36,9 @@ def rel(layers: Any = None, rel_type: str = "RELATES") -> dict[str, Any]:
         {"$type": "path", "nodes": [node(), node(["project-a"])], "relationships": [rel()]},
         [node(), [node([])]],
         {"key": node(["project-a"])},
-        "a plain string", 42, None,
+        "a plain string",
+        42,
+        None,
     ],
 )
 def test_visible_values_are_kept(value: Any) -> None:

@@ -13,6 +13,7 @@ import anyio
 import pytest
 import yaml
 from mcp import Client
+from mcp.types import TextResourceContents
 
 from gateway.domain import Principal
 from gateway.policy import load_policy
@@ -109,7 +110,9 @@ def test_policy_resource_is_the_active_policy() -> None:
 
     async def go() -> Any:
         async with Client(server) as client:
-            return (await client.read_resource("policy://active")).contents[0].text
+            (contents,) = (await client.read_resource("policy://active")).contents
+            assert isinstance(contents, TextResourceContents)
+            return contents.text
 
     shown = yaml.safe_load(anyio.run(go))
     assert shown["name"] == policy.name

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.test_guard_corpus import CORPUS
+from tests.support.corpus import load_corpus
+
+CORPUS = load_corpus()
 
 ALLOWED = [c for c in CORPUS if c["expect"] == "allow"]
 NEEDS_APOC = [c for c in ALLOWED if "requires-apoc" in c["tags"]]
 
 
-@pytest.mark.integration
 def test_every_allowed_corpus_query_is_a_read_for_neo4j(neo4j_driver: Any, neo4j_connection: Any) -> None:
     assert len(NEEDS_APOC) == 2
     failures: list[str] = []
@@ -38,7 +39,6 @@ def test_every_allowed_corpus_query_is_a_read_for_neo4j(neo4j_driver: Any, neo4j
     assert checked == len(ALLOWED) - len(NEEDS_APOC)
 
 
-@pytest.mark.integration
 def test_unicode_escape_bypass_is_real_in_neo4j(neo4j_driver: Any, neo4j_connection: Any) -> None:
     """The attack the lexer refuses: Neo4j really sees a live CREATE after an empty string."""
     with neo4j_driver.session(database=neo4j_connection.database) as session:
@@ -48,14 +48,58 @@ def test_unicode_escape_bypass_is_real_in_neo4j(neo4j_driver: Any, neo4j_connect
         assert summary.query_type in ("w", "rw")  # Neo4j plans a write: the SET is live code
 
 
-_BITS = [" CREATE (x:P) ", " SET n.x = 1 ", " DELETE n ", "'", '"', "`", "/*", "*/", "//", "\n", "\r", "\\", "\\'",
-         "\\\\", "\\u0027", "\\u000a", "\\u002a", "}", "{", ")", "(", "]", "[", ";", " UNION ", " CALL { CREATE (y) } ",
-         " MERGE (z) ", " FOREACH (i IN [1] | CREATE ()) ", "$", ":", " LOAD CSV FROM 'file:///x' AS l ", " WITH * ",
-         " RETURN 1 AS one ", "\u00a0", "\u2028", "\x0b", "\u0085", "\t", " INSERT (q) ", " DETACH DELETE n ",
-         " CALL db.createLabel('X') ", " REMOVE n.x ", "-->", "<--", " OPTIONAL ", " USE system ", "*", "|"]
+_BITS = [
+    " CREATE (x:P) ",
+    " SET n.x = 1 ",
+    " DELETE n ",
+    "'",
+    '"',
+    "`",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    "\r",
+    "\\",
+    "\\'",
+    "\\\\",
+    "\\u0027",
+    "\\u000a",
+    "\\u002a",
+    "}",
+    "{",
+    ")",
+    "(",
+    "]",
+    "[",
+    ";",
+    " UNION ",
+    " CALL { CREATE (y) } ",
+    " MERGE (z) ",
+    " FOREACH (i IN [1] | CREATE ()) ",
+    "$",
+    ":",
+    " LOAD CSV FROM 'file:///x' AS l ",
+    " WITH * ",
+    " RETURN 1 AS one ",
+    "\u00a0",
+    "\u2028",
+    "\x0b",
+    "\u0085",
+    "\t",
+    " INSERT (q) ",
+    " DETACH DELETE n ",
+    " CALL db.createLabel('X') ",
+    " REMOVE n.x ",
+    "-->",
+    "<--",
+    " OPTIONAL ",
+    " USE system ",
+    "*",
+    "|",
+]
 
 
-@pytest.mark.integration
 def test_differential_fuzz_nothing_the_guard_allows_plans_as_a_write(neo4j_driver: Any, neo4j_connection: Any) -> None:
     """Mutate corpus reads with dangerous fragments: whatever the guard allows, Neo4j plans as a read or refuses."""
     import random

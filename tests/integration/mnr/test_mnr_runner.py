@@ -6,7 +6,6 @@ JUnit file, and the pytest plugin collecting ``*.mnr.yaml`` files.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -21,19 +20,11 @@ from gateway.mnr.cases import Suite, load_suite
 from gateway.mnr.runner import CaseOutcome, MnrSession
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner
-
-pytest_plugins = ["tests.conftest_sandbox"]
-
-pytestmark = pytest.mark.integration
+from tests.support.env import neo4j_env
+from tests.support.mnr import SUITE_HEADER
 
 CLI = [sys.executable, "-m", "gateway.cli"]
-HEADER = """\
-fixture: builtin:memory
-defaults:
-  principal: {name: agent-a, scope: [project-a]}
-  tool: analyze
-cases:
-"""
+HEADER = SUITE_HEADER
 
 
 def _suite(tmp_path: Path, body: str, name: str = "t") -> Suite:
@@ -192,27 +183,8 @@ def test_a_disabled_sandbox_fails_every_case_unless_it_says_so(
 # --- the CLI -------------------------------------------------------------------------------------
 
 
-def _env(connection: Neo4jConnection) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password)
-    if connection.database:
-        env["NEO4J_DATABASE"] = connection.database
-    return env
-
-
 def _run_cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, "mnr", "run", *args], capture_output=True, text=True, timeout=240, env=env)
-
-
-def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    proc = _run_cli([str(empty)])
-    assert proc.returncode == 2 and "no *.mnr.yaml files" in proc.stderr
-    bad = tmp_path / "bad.mnr.yaml"
-    bad.write_text(HEADER + "  - id: x\n    query: RETURN 1\n    must_not_retreive: []\n")
-    proc = _run_cli([str(bad)])
-    assert proc.returncode == 2 and "must_not_retreive" in proc.stderr
 
 
 def test_cli_exit_codes_table_and_junit(tmp_path: Path, neo4j_connection: Neo4jConnection, sandbox_image: str) -> None:
@@ -225,7 +197,7 @@ def test_cli_exit_codes_table_and_junit(tmp_path: Path, neo4j_connection: Neo4jC
         HEADER + "  - id: good\n    query: CREATE (n:X) RETURN n\n    must_reject: write.clause\n"
         "  - id: wrong\n    query: MATCH (f:MnrFixture:Fact) RETURN f\n    must_not_retrieve: [{uid: fact-a-2}]\n"
     )
-    env = _env(neo4j_connection)
+    env = neo4j_env(neo4j_connection)
     proc = _run_cli([str(passing)], env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS    ok::fine" in proc.stdout and "1 cases: 1 passed, 0 failed, 0 errors" in proc.stdout
@@ -252,7 +224,8 @@ def test_pytest_plugin_collects_cases_as_integration_items(tmp_path: Path, neo4j
     )
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    integration: real services\n")
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "integration", str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=_env(neo4j_connection), cwd=tmp_path)
+    env = neo4j_env(neo4j_connection)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "1 failed, 1 passed" in out

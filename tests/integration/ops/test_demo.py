@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from gateway.ops.demo import Step, render
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.paths import REPO_ROOT
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port  # nothing listens once the socket is closed
-
-
-def _env(connection: Neo4jConnection) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
-    env.update(NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password)
-    if connection.database:
-        env["NEO4J_DATABASE"] = connection.database
-    return env
+from tests.support.env import clean_env, neo4j_env
+from tests.support.ports import free_port
 
 
 def _section(report: str, title: str) -> str:
@@ -44,11 +26,10 @@ def _demo(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.mark.integration
 def test_demo_runs_every_step_as_expected(
     neo4j_connection: Neo4jConnection, sandbox_image: str, tmp_path: Path
 ) -> None:
-    done = _demo(_env(neo4j_connection), "--workdir", str(tmp_path))
+    done = _demo(neo4j_env(neo4j_connection), "--workdir", str(tmp_path))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     out = done.stdout
     assert "FAIL" not in out and "every step behaved as expected" in out
@@ -70,21 +51,8 @@ def test_demo_runs_every_step_as_expected(
     assert neo4j_connection.password not in (tmp_path / "audit.jsonl").read_text()
 
 
-@pytest.mark.integration
 def test_demo_fails_with_exit_2_when_neo4j_is_unreachable(sandbox_image: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
-    env.update(NEO4J_URI=f"bolt://127.0.0.1:{_closed_port()}", NEO4J_PASSWORD="unused")
+    env = clean_env(NEO4J_URI=f"bolt://127.0.0.1:{free_port()}", NEO4J_PASSWORD="unused")
     done = _demo(env, "--workdir", str(tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "set-up failed" in done.stderr and "cannot reach Neo4j" in done.stderr
-
-
-def test_report_marks_a_misbehaving_step() -> None:
-    good = Step("fine", "agent-a", "analyze", "RETURN 1 AS x", {}, got=["1"], decided_by="sandbox", ok=True)
-    bad = Step("leaky", "agent-a", "analyze", "MATCH (n) RETURN n", {}, decided_by="scope rewrite")
-    bad.expect(False, "fact-r-1 came back")
-    bad.expect(False, "a later problem does not hide the first")
-    text = render([good, bad], 1.0)
-    assert "[ok  ] 1. fine" in text and "[FAIL] 2. leaky" in text
-    assert "PROBLEM fact-r-1 came back" in text
-    assert "1/2 steps ok" in text and "did NOT behave as expected" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from typing import Any
 
@@ -10,9 +11,12 @@ import pytest
 
 from gateway.ops import images, neo4j_local
 from gateway.ops.neo4j_local import Neo4jConnection
-from tests.conftest import docker_run
 
-pytestmark = pytest.mark.integration
+
+def docker_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the docker CLI; here it states intent more plainly than the SDK."""
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+
 
 COUNT_IN_CONTAINER = """
 import json, os, neo4j

@@ -9,7 +9,6 @@ import os
 import socket
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,16 +17,9 @@ import pytest
 from gateway.errors import SandboxUnavailable
 from gateway.runner import SandboxRunner, error_for, remove_leftovers
 from sandbox.pipe import splice
-from tests.conftest_sandbox import LIMITS, SettingsFactory, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.jobs import LIMITS, SettingsFactory, make_job
+from tests.support.ports import free_port
+from tests.support.waiting import returns_within, wait_until
 
 
 def _still_serves(runner: SandboxRunner) -> None:
@@ -82,10 +74,9 @@ def test_docker_daemon_unreachable(runner_settings: SettingsFactory, cleanup: li
     cleanup.append(runner)
     ok, reason = runner.available()
     assert not ok and "Docker daemon" in reason
-    started = time.monotonic()
+    # It answers rather than hangs; how fast is bench/faults.py's business.
     with pytest.raises(SandboxUnavailable, match="Docker daemon"):
-        runner.run(make_job("RETURN 1"))
-    assert time.monotonic() - started < 5
+        returns_within(lambda: runner.run(make_job("RETURN 1")), timeout=60, what="a job with no Docker daemon")
 
 
 def test_docker_daemon_lost_while_running(runner_settings: SettingsFactory, docker_client: Any) -> None:
@@ -143,19 +134,19 @@ def test_container_hangs_past_the_wall_clock(
     # Freeze the one warm container: it will take the job and never answer.
     (container_id,) = runner.pool_container_ids()
     docker_client.containers.get(container_id).pause()
-    started = time.monotonic()
-    result = runner.run(make_job("RETURN 1 AS x", timeout_seconds=1.0))
-    elapsed = time.monotonic() - started
+    # The runner gives up on the frozen container and kills it; when (timeout + grace) is bench/faults.py's.
+    result = returns_within(
+        lambda: runner.run(make_job("RETURN 1 AS x", timeout_seconds=1.0)), timeout=60, what="a job on a frozen sandbox"
+    )
     assert result.error is not None and result.error.code == "timeout" and "killed" in result.error.message
     assert not result.rows
-    assert 1.9 < elapsed < 6, elapsed
     error = error_for(result)
     assert error is not None and error.code == "timeout"
     _still_serves(runner)
 
 
 def test_neo4j_down(runner_settings: SettingsFactory, cleanup: list[SandboxRunner]) -> None:
-    runner = SandboxRunner(runner_settings(pool_size=1, neo4j_port=_free_port()))
+    runner = SandboxRunner(runner_settings(pool_size=1, neo4j_port=free_port()))
     cleanup.append(runner)
     assert runner.wait_ready(60)
     result = runner.run(make_job("RETURN 1 AS x"))
@@ -166,18 +157,13 @@ def test_neo4j_down(runner_settings: SettingsFactory, cleanup: list[SandboxRunne
 
 
 def test_neo4j_slow_query_is_terminated_at_the_policy_timeout(sandbox_runner: SandboxRunner) -> None:
-    started = time.monotonic()
-    result = sandbox_runner.run(
-        make_job("UNWIND range(1, 1000000) AS a UNWIND range(1, 1000000) AS b RETURN count(*) AS c")
-    )
-    elapsed = time.monotonic() - started
+    job = make_job("UNWIND range(1, 1000000) AS a UNWIND range(1, 1000000) AS b RETURN count(*) AS c")
+    assert job.timeout_seconds == LIMITS.timeout_seconds
+    # Neo4j's own transaction timeout ends it (not the runner's wall clock): TransactionTimedOut.
+    # How close to the policy's timeout it ends is bench/faults.py's business.
+    result = returns_within(lambda: sandbox_runner.run(job), timeout=120, what="a query past the policy timeout")
     assert result.error is not None and result.error.code == "timeout", result.error
     assert result.error.neo4j_code and "TransactionTimedOut" in result.error.neo4j_code
-    assert (
-        LIMITS.timeout_seconds - 0.5
-        < elapsed
-        < LIMITS.timeout_seconds + sandbox_runner.settings.wall_clock_grace_seconds
-    )
     assert not result.rows
     _still_serves(sandbox_runner)
 
@@ -206,9 +192,7 @@ def test_forwarder_killed_is_restarted(
     assert runner.wait_ready(60)
     first = runner.forwarder_container_id()
     docker_client.containers.get(first).kill()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and runner.forwarder_restarts == 0:
-        time.sleep(0.2)
+    wait_until(lambda: runner.forwarder_restarts > 0, timeout=60, what="the forwarder restarted")
     assert runner.forwarder_restarts == 1 and runner.forwarder_container_id() != first
     assert runner.wait_ready(60)
     _still_serves(runner)

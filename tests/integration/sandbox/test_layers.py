@@ -8,13 +8,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import pytest
-
 from gateway.runner import SandboxRunner, error_for
-from tests.conftest_sandbox import count_label, fingerprint, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
+from tests.support.graph import count_label, fingerprint
+from tests.support.jobs import make_job
 
 # Recorded from Neo4j 5.26 Community: a write in a READ transaction is refused with this code.
 ACCESS_MODE = "Neo.ClientError.Statement.AccessMode"

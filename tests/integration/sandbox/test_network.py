@@ -24,9 +24,6 @@ from gateway.runner import SandboxRunner
 from gateway.runner.docker_io import sandbox_spec
 from sandbox.wire import SOCKET_DIR, SOCKET_PATH
 
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
-
 PROBE = r"""
 import json, os, socket, sys
 targets = json.loads(os.environ["PROBE_TARGETS"])

@@ -10,16 +10,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import pytest
-
 from gateway.config import load_settings
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import sandbox_spec
-from tests.conftest_sandbox import make_job
-from tests.test_network import _run_probe
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
+from tests.integration.sandbox.test_network import _run_probe
+from tests.support.jobs import make_job
 
 
 def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_image: str, docker_client: Any) -> None:

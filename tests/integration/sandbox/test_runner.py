@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from typing import Any
 
-import pytest
-
-from gateway.runner import SandboxRunner, error_for, remove_leftovers
+from gateway.runner import SandboxRunner, remove_leftovers
 from gateway.runner.docker_io import LABEL_RUNNER
-from sandbox.wire import SandboxError, SandboxResult
-from tests.conftest_sandbox import SettingsFactory, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
+from tests.support.jobs import SettingsFactory, make_job
+from tests.support.waiting import wait_until
 
 
 def test_a_query_runs_in_a_sandbox_and_comes_back(sandbox_runner: SandboxRunner, seeded: str) -> None:
@@ -35,18 +29,11 @@ def test_every_container_is_used_once(sandbox_runner: SandboxRunner, docker_clie
     after = set(sandbox_runner.pool_container_ids())
     # Three jobs consumed (at least) two of the pooled containers; none is handed out again.
     assert len(before - after) == len(before)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        alive = {
-            c.id
-            for c in docker_client.containers.list(
-                all=True, filters={"label": f"{LABEL_RUNNER}={sandbox_runner.runner_id}"}
-            )
-        }
-        if not (before & alive):
-            break
-        time.sleep(0.2)
-    assert not (before & alive), "used containers were not removed"
+
+    def used_ones_removed() -> bool:
+        return not (before & {c.id for c in _containers_of(docker_client, sandbox_runner.runner_id)})
+
+    wait_until(used_ones_removed, timeout=60, what="used containers removed")
 
 
 def test_sandbox_containers_are_hardened(sandbox_runner: SandboxRunner, docker_client: Any) -> None:
@@ -105,53 +92,11 @@ print("neo4j" in sys.modules, any(m.startswith("neo4j.") for m in sys.modules))
     assert proc.stdout.strip() == "False False"
 
 
-def test_error_mapping_uses_the_gateway_taxonomy() -> None:
-    def failed(code: Any, neo4j_code: str | None = None) -> SandboxResult:
-        return SandboxResult(query_id="q", ok=False, error=SandboxError(code=code, message="m", neo4j_code=neo4j_code))
-
-    refused = error_for(failed("neo4j_refused", "Neo.ClientError.Statement.SyntaxError"))
-    assert refused is not None and refused.code == "neo4j_refused"
-    assert refused.message == "Neo4j refused the query: m"
-    assert getattr(refused, "neo4j_code", None) == "Neo.ClientError.Statement.SyntaxError"
-    assert error_for(failed("timeout")).code == "timeout"  # type: ignore[union-attr]
-    assert error_for(failed("explain_rejected")).code == "rejected"  # type: ignore[union-attr]
-    for code in ("unavailable", "sandbox_failed", "internal", "invalid_job"):
-        assert error_for(failed(code)).code == "unavailable"  # type: ignore[union-attr]
-    assert error_for(SandboxResult(query_id="q", ok=True)) is None
-
-
 def test_a_huge_value_is_truncated_inside_the_memory_limit(sandbox_runner: SandboxRunner) -> None:
     # 16.8 MB in one value, well inside the container's memory limit: a bytes truncation, not a crash.
     result = sandbox_runner.run(make_job("RETURN reduce(s = 'x', i IN range(1, 24) | s + s) AS big"))
     assert result.ok, result.error
     assert result.truncated and result.truncation == "bytes" and result.rows == []
-
-
-def test_jobs_and_settings_come_from_the_policy_and_the_settings() -> None:
-    from gateway.config import load_settings
-    from gateway.policy import load_policy
-    from gateway.runner import job_for, settings_for
-
-    tool = load_policy().tool("analyze")
-    job = job_for(tool, query_id="q", cypher="RETURN 1", params={}, result_check=None)
-    assert (job.timeout_seconds, job.max_rows, job.max_bytes) == (
-        tool.limits.timeout_seconds, tool.limits.max_rows, tool.limits.max_bytes,
-    )  # fmt: skip
-    assert job.procedures_allowed == sorted(tool.procedures_allowed) and job.explain_check
-    unchecked = job_for(tool, query_id="q", cypher="RETURN 1", params={}, result_check=None, explain_check=False)
-    assert not unchecked.explain_check
-    bolt = settings_for(load_settings(neo4j_uri="neo4j://db.internal:7690", neo4j_user="u", neo4j_password="p",
-                                      neo4j_database=None, sandbox_image="i", pool_size=1))  # fmt: skip
-    assert (bolt.transport, bolt.neo4j_host, bolt.neo4j_port, bolt.image, bolt.pool_size) == (
-        "bolt", "db.internal", 7690, "i", 1,
-    )  # fmt: skip
-    hosted = settings_for(load_settings(neo4j_uri="https://abc.databases.neo4j.io", neo4j_transport="query-api",
-                                        neo4j_user="u", neo4j_password="p", neo4j_database="neo4j",
-                                        sandbox_image="i", pool_size=1))  # fmt: skip
-    assert (hosted.transport, hosted.neo4j_port, hosted.query_api_url()) == (
-        "query-api", 443, "https://abc.databases.neo4j.io:443",
-    )  # fmt: skip
-    assert "p" not in repr(hosted.neo4j_password)
 
 
 def _runner_in_subprocess(settings_json: str, password: str, exit_how: str) -> str:

@@ -19,10 +19,7 @@ from sandbox.config import SandboxConfig
 from sandbox.main import handle
 from sandbox.serialize import encode
 from sandbox.wire import SandboxResult
-from tests.conftest_sandbox import LIMITS, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
+from tests.support.jobs import LIMITS, make_job
 
 
 @pytest.fixture(scope="module")
@@ -213,15 +210,6 @@ def test_password_is_scrubbed_from_the_environment(bolt_env: dict[str, str]) -> 
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=bolt_env, timeout=30)
     assert proc.stdout.strip() == "False", proc.stderr
-
-
-def test_bytes_and_unknown_values_are_tagged() -> None:
-    from sandbox.serialize import to_json
-
-    # Bytes never arrive as JSON parameters, so they are checked on the serializer directly.
-    assert to_json(b"\x00\xffhi") == {"$type": "bytes", "base64": "AP9oaQ=="}
-    assert to_json(object())["$type"] == "unknown"
-    assert to_json(float("inf")) == {"$type": "float", "value": "inf"}
 
 
 def test_explain_check_refuses_load_csv(backend: BoltBackend) -> None:

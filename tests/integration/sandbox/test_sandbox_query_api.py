@@ -11,36 +11,8 @@ import pytest
 
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers
-from sandbox.config import SandboxConfig
-from sandbox.query_api import build_request, from_typed
-from tests.conftest_sandbox import SettingsFactory, count_label, make_job
-
-pytest_plugins = ["tests.conftest_sandbox"]
-
-
-def test_request_building() -> None:
-    config = SandboxConfig(
-        transport="query-api", query_api_url="https://db.example.com:443/", neo4j_user="u",
-        neo4j_password="p", database="movies",
-    )  # fmt: skip
-    request = build_request(config, make_job("RETURN $x", params={"x": 1}), "RETURN $x")
-    assert str(request.url) == "https://db.example.com/db/movies/query/v2"
-    assert request.headers["Authorization"] == "Basic dTpw"
-    assert request.headers["Accept"] == "application/vnd.neo4j.query"
-    assert b'"accessMode": "READ"' in request.content and b'"parameters": {"x": 1}' in request.content
-
-
-def test_typed_json_conversion() -> None:
-    assert from_typed({"$type": "Integer", "_value": "9007199254740993"}) == 9007199254740993
-    assert from_typed({"$type": "Point", "_value": "SRID=4979;POINT Z (1.5 2 3)"}) == {
-        "$type": "point", "srid": 4979, "x": 1.5, "y": 2.0, "z": 3.0,
-    }  # fmt: skip
-    node = {"$type": "Node", "_value": {"_element_id": "4:x:1", "_labels": ["B", "A"],
-            "_properties": {"n": {"$type": "String", "_value": "v"}}}}  # fmt: skip
-    assert from_typed(node) == {"$type": "node", "elementId": "4:x:1", "labels": ["A", "B"], "properties": {"n": "v"}}
-    assert from_typed({"$type": "Map", "_value": {"$type": {"$type": "String", "_value": "node"}}}) == {
-        "$type": "map", "value": {"$type": "node"},
-    }  # fmt: skip
+from tests.support.graph import count_label, unique_label
+from tests.support.jobs import SettingsFactory, make_job
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +32,6 @@ def query_api_runner(
     assert remove_leftovers(docker_client, runner.runner_id) == 0
 
 
-@pytest.mark.integration
 def test_query_api_reads_through_the_sandbox(query_api_runner: SandboxRunner, seeded: str) -> None:
     result = query_api_runner.run(make_job(f"MATCH (n:{seeded}) WHERE n.i <= 2 RETURN n, n.i AS i ORDER BY i"))
     assert result.ok, result.error
@@ -68,11 +39,10 @@ def test_query_api_reads_through_the_sandbox(query_api_runner: SandboxRunner, se
     assert result.rows[0][0]["$type"] == "node" and result.rows[0][0]["labels"] == [seeded]
 
 
-@pytest.mark.integration
 def test_query_api_truncates_and_refuses_writes(query_api_runner: SandboxRunner, neo4j_driver: Any) -> None:
     result = query_api_runner.run(make_job("UNWIND range(1, 1000) AS i RETURN i"))
     assert result.ok and result.truncated and result.truncation == "rows"
-    pwned = "QapiPwned"
+    pwned = unique_label("QapiPwned")
     rejected = query_api_runner.run(make_job(f"CREATE (:{pwned})"))
     assert rejected.error is not None and rejected.error.code == "explain_rejected"
     refused = query_api_runner.run(make_job(f"CREATE (:{pwned})", explain_check=False))

@@ -23,9 +23,6 @@ from gateway.policy import Policy, load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
-
 POLICY = load_policy()
 A = Principal(name="alice", scope=frozenset({"project-a"}))
 B = Principal(name="bob", scope=frozenset({"project-b"}))

@@ -21,8 +21,7 @@ from gateway import guard, scope
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, ToolName, load_policy
-
-pytestmark = pytest.mark.integration
+from tests.support.graph import labelled_graph
 
 POLICY = load_policy()
 SCOPE_PARAM = POLICY.scope.scope_parameter
@@ -55,11 +54,9 @@ CREATE (g2)-[:LINK {name: 'g2-bad', layers: 'project-a'}]->(ab)
 
 @pytest.fixture(scope="module")
 def session(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[Any]:
-    with neo4j_driver.session(database=neo4j_connection.database) as s:
-        s.run("MATCH (n:ScopeT) DETACH DELETE n").consume()
-        s.run(SEED).consume()
+    database = neo4j_connection.database
+    with labelled_graph(neo4j_driver, "ScopeT", [SEED], database), neo4j_driver.session(database=database) as s:
         yield s
-        s.run("MATCH (n:ScopeT) DETACH DELETE n").consume()
 
 
 def rewritten(cypher: str, tool: ToolName = "analyze", policy: Policy = POLICY) -> str:

@@ -8,32 +8,15 @@ the rewrite refuses is pinned so a new refusal is a visible decision.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from gateway import guard, scope
 from gateway.cypher import ast
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
-from gateway.policy import Policy, load_policy
-
-pytestmark = pytest.mark.integration
+from tests.support.corpus import allowed_cases, policy_for
 
 ANYONE = Principal(name="scope-corpus")
-
-CORPUS = Path(__file__).parent / "corpus" / "guard.jsonl"
-POLICIES: dict[str, Policy] = {
-    "default": load_policy(),
-    "permissive": load_policy(Path(__file__).parent / "corpus" / "policies" / "permissive.yaml"),
-}
-
-
-def allowed_cases() -> list[dict[str, Any]]:
-    cases = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [c for c in cases if c["expect"] == "allow"]
 
 
 def test_rewritten_corpus_plans_on_neo4j(neo4j_driver: Any, neo4j_connection: Any) -> None:
@@ -42,7 +25,7 @@ def test_rewritten_corpus_plans_on_neo4j(neo4j_driver: Any, neo4j_connection: An
     planned = 0
     with neo4j_driver.session(database=neo4j_connection.database) as session:
         for case in allowed_cases():
-            policy = POLICIES[case["policy"]]
+            policy = policy_for(case)
             decision = guard.check(case["query"], case["params"], case["tool"], policy)
             assert decision.allowed and decision.parsed is not None, (case["id"], decision.reason)
             try:

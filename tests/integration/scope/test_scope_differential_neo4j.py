@@ -23,9 +23,7 @@ from neo4j.exceptions import CypherSyntaxError
 from gateway import guard, scope
 from gateway.domain import Principal
 from gateway.policy import load_policy
-from tests.test_scope_attacks_neo4j import SEED
-
-pytestmark = pytest.mark.integration
+from tests.integration.scope.test_scope_attacks_neo4j import SEED
 
 POLICY = load_policy()
 SCOPE_PARAM = POLICY.scope.scope_parameter

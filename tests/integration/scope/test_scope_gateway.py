@@ -17,10 +17,7 @@ from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
-from tests.conftest_scope import leaked_secrets
-
-pytest_plugins = ["tests.conftest_sandbox", "tests.conftest_scope"]
-pytestmark = pytest.mark.integration
+from tests.support.rows import leaked_secrets
 
 AGENT_A = Principal(name="agent-a", scope=frozenset({"project-a"}))
 NOBODY = Principal(name="forgot-scope")

@@ -17,9 +17,6 @@ from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 
-pytest_plugins = ["tests.conftest_sandbox"]
-pytestmark = pytest.mark.integration
-
 POLICY = load_policy()
 ALICE = Principal(name="alice", scope=frozenset({"project-a"}))
 

@@ -10,10 +10,7 @@ import pytest
 
 from sandbox.scope_check import filter_rows
 from sandbox.wire import ScopeCheck
-from tests.conftest_scope import RunScoped, ids, leaked_secrets
-
-pytest_plugins = ["tests.conftest_scope"]
-pytestmark = pytest.mark.integration
+from tests.support.rows import RunScoped, ids, leaked_secrets
 
 A: list[str] = ["project-a"]
 B: list[str] = ["project-b"]
@@ -272,7 +269,7 @@ def test_every_adversarial_shape_rewrites_to_cypher_neo4j_plans_as_a_read(scope_
     from gateway import guard, scope
     from gateway.domain import Principal
     from gateway.policy import load_policy
-    from tests.test_scope_invariants import ADVERSARIAL_WHERE
+    from tests.support.shapes import ADVERSARIAL_WHERE
 
     policy = load_policy()
     for query in ADVERSARIAL_WHERE:

@@ -3,7 +3,6 @@ a missing Neo4j or sandbox is reported on stderr but the server still starts (de
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,13 +11,13 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest_server import GATEWAY_CLI, REPO, free_port
+from tests.support.env import clean_env
+from tests.support.paths import GATEWAY_CLI, REPO
+from tests.support.ports import free_port
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
-    env.update(GATEWAY_AUDIT_PATH=str(tmp_path / "audit.jsonl"), **extra)
-    return env
+    return clean_env(GATEWAY_AUDIT_PATH=str(tmp_path / "audit.jsonl"), **extra)
 
 
 def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

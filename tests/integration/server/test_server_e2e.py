@@ -17,14 +17,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import TextResourceContents
 
 from gateway.audit import AuditLog
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import load_policy
-from tests.conftest_server import GATEWAY_CLI, REPO, HttpServer, SeededGraph, server_env
-
-pytest_plugins = ["tests.conftest_server"]
-pytestmark = pytest.mark.integration
+from tests.support.env import server_env
+from tests.support.paths import GATEWAY_CLI, REPO
+from tests.support.server import HttpServer, SeededGraph
 
 LIMITS = load_policy().tool("analyze").limits
 
@@ -230,8 +230,9 @@ def test_http_schema_resource_is_scoped_to_the_token(http_server: HttpServer, se
             create_mcp_http_client(headers={"authorization": f"Bearer {token}"}) as http,
             Client(streamable_http_client(http_server.url, http_client=http), read_timeout_seconds=120) as client,
         ):
-            contents = (await client.read_resource("schema://graph")).contents
-            data: dict[str, Any] = json.loads(contents[0].text)
+            (contents,) = (await client.read_resource("schema://graph")).contents
+            assert isinstance(contents, TextResourceContents)
+            data: dict[str, Any] = json.loads(contents.text)
             return data
 
     in_scope = anyio.run(read, http_server.tokens["agent-in-scope"])

@@ -12,13 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from gateway.ops.neo4j_local import Neo4jConnection
-from tests.conftest_server import REPO, SeededGraph, server_env
-
-pytest_plugins = ["tests.conftest_server"]
-pytestmark = pytest.mark.integration
+from tests.support.env import server_env
+from tests.support.paths import REPO
+from tests.support.server import SeededGraph
 
 PROGRAM = r"""
 import json, sys, anyio

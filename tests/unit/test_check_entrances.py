@@ -28,9 +28,9 @@ from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.policy import DEFAULT_POLICY_PATH
 from gateway.server import build_server, stdio_resolver
-from tests.test_guard_corpus import load_corpus
+from tests.support.corpus import CorpusCase, load_corpus
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 CORPUS = load_corpus()
 TOOLS = ("analyze", "recall")
 POLICY_FILES = {
@@ -69,7 +69,7 @@ def mcp_answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Key, 
             server = build_server(composed.gateway, stdio_resolver(principal), resource_principal=principal)
             cases = [(case, tool) for case, tool in CASES if case["policy"] == policy_name]
 
-            async def ask(server: Any = server, cases: list[tuple[dict[str, Any], str]] = cases) -> None:
+            async def ask(server: Any = server, cases: list[tuple[CorpusCase, str]] = cases) -> None:
                 async with Client(server) as client:
                     for case, tool in cases:
                         arguments = {"cypher": case["query"], "tool": tool, "params": case["params"]}

@@ -17,7 +17,7 @@ from gateway.policy_cli import render_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 POLICY = load_policy()
 PERMISSIVE = load_policy(REPO / "tests" / "corpus" / "policies" / "permissive.yaml")
 ALICE = Principal(name="alice", scope=frozenset({"l1"}))

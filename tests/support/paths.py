@@ -1,0 +1,13 @@
+"""Where the repository, the test data and the installed CLI are."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent
+REPO = TESTS.parent
+CORPUS_DIR = TESTS / "corpus"
+MNR_SUITES = TESTS / "mnr"
+# The console script of the installed package, next to the interpreter running the tests.
+GATEWAY_CLI = str(Path(sys.executable).parent / "cypher-gateway")
