@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -135,12 +137,30 @@ def _build(tag: str, context: Path, build_args: dict[str, str]) -> None:
     _prune_older(tag)
 
 
+# Several checkouts on one host share Docker's image store, each building its own content-hash tag:
+# pruning every other tag at build time would delete an image another checkout is using right now.
+# Only tags unused for this long are removed.
+PRUNE_AFTER = timedelta(days=7)
+
+
 def _prune_older(tag: str) -> None:
-    """Remove earlier content-hash tags of the same image; Docker keeps any still in use."""
+    """Remove earlier content-hash tags of the same image created over PRUNE_AFTER ago."""
     repository = tag.rsplit(":", 1)[0]
-    for line in _docker("images", "--format", "{{.Repository}}:{{.Tag}}", repository, quiet=True).splitlines():
-        if line.strip() and line.strip() != tag:
-            _docker("rmi", line.strip(), quiet=True)
+    listed = _docker("images", "--format", "{{.Repository}}:{{.Tag}}", repository, quiet=True).split()
+    now = datetime.now(UTC)
+    for other in (line for line in listed if line != tag):
+        created = _docker("image", "inspect", "--format", "{{.Created}}", other, quiet=True).strip()
+        if is_stale(created, now):
+            _docker("rmi", other, quiet=True)
+
+
+def is_stale(created: str, now: datetime) -> bool:
+    """Whether an image created at `created` (Docker's RFC 3339 with nanoseconds) may be pruned."""
+    try:
+        when = datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", created).replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return now - when > PRUNE_AFTER
 
 
 def image_size_mb(tag: str) -> float:
