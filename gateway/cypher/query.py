@@ -46,6 +46,11 @@ class ParsedQuery:
     def statement(self) -> ast.Statement:
         return self.statements[0]
 
+    @property
+    def language(self) -> ast.CypherVersion:
+        """The Cypher version the (first) statement was read as: the one it must run under."""
+        return self.statement.language
+
     def walk(self) -> Iterator[ast.Node]:
         return ast.walk(self.statements)
 
@@ -71,8 +76,11 @@ class ParsedQuery:
         return "".join(out)
 
 
-def parse(text: str, *, limits: Limits) -> ParsedQuery:
-    """Parse ``text`` within ``limits.max_query_chars`` and ``limits.max_nesting_depth``."""
+def parse(text: str, *, limits: Limits, language: ast.CypherVersion = "5") -> ParsedQuery:
+    """Parse ``text`` within ``limits.max_query_chars`` and ``limits.max_nesting_depth``.
+
+    ``language`` is the Cypher version a statement without a ``CYPHER 5`` / ``CYPHER 25`` prefix is read as.
+    """
     if len(text) > limits.max_query_chars:
         raise CypherTooLarge(
             f"the query is {len(text)} characters long; the limit is {limits.max_query_chars}",
@@ -80,7 +88,7 @@ def parse(text: str, *, limits: Limits) -> ParsedQuery:
             limits.max_query_chars,
         )
     tokens = tokenize(text, max_depth=limits.max_nesting_depth)
-    parser = Parser(text, tokens, max_depth=limits.max_nesting_depth)
+    parser = Parser(text, tokens, max_depth=limits.max_nesting_depth, language=language)
     try:
         statements = parser.parse_statements()
     except RecursionError:
