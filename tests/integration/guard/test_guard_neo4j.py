@@ -13,6 +13,8 @@ import pytest
 
 from tests.support.corpus import load_corpus
 
+pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
+
 CORPUS = load_corpus()
 
 ALLOWED = [c for c in CORPUS if c["expect"] == "allow"]
