@@ -269,3 +269,10 @@ def test_cypher_25_the_gateway_refuses_names_the_construct(query: str, construct
     with pytest.raises(CypherUnsupported) as info:
         p(query, "25")
     assert info.value.construct == construct
+
+
+def test_unicode_spaces_between_tokens_become_ascii_ones_outside_strings_and_comments() -> None:
+    # Neo4j 2026.x's pre-parser reads `CYPHER 5 MATCH<U+00A0>p = …` as the option `MATCH p`.
+    parsed = p("MATCH\xa0p = (n) RETURN 'a\xa0b' /* \u3000 */\u2003AS x // \xa0\n")
+    assert parsed.text == "MATCH p = (n) RETURN 'a\xa0b' /* \u3000 */ AS x // \xa0\n"
+    assert parsed.source(only(parsed, ast.Literal)) == "'a\xa0b'"
