@@ -121,8 +121,9 @@ PATTERN_TOO_MANY_HOPS = Rule(
 SCOPE_UNSUPPORTED = Rule(
     "scope.unsupported",
     "A query the scope rewrite cannot confine to the caller's layers is refused: element-returning procedures, "
-    "functions off its list, GQL path selectors, names in the gateway's namespace, conditions that could fail "
-    "on a hidden element, and any pattern that did not receive its visibility predicate.",
+    "functions off its list, shortestPath() as an expression, dynamic labels computed while a pattern is "
+    "matched, names in the gateway's namespace, conditions that could fail on a hidden element, and any "
+    "pattern that did not receive its visibility predicate.",
     "scope",
 )
 
