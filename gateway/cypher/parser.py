@@ -221,6 +221,16 @@ class Parser:
             return t.upper != "ORDER" or self.at_kw("BY", k=1)
         return t.upper in CLAUSE_KEYWORDS or (self.cypher25 and t.upper in CYPHER25_CLAUSE_KEYWORDS)
 
+    def set_quantifier_all(self) -> bool:
+        """Is the ALL here the optional set quantifier (``count(ALL x)``, Cypher 25 ``RETURN ALL x``)?
+
+        Neo4j takes it so whenever an expression (or, in a call, the closing bracket) follows, except
+        the list predicate ``all(x IN list …)``, which is an expression itself.
+        """
+        if not self.at_kw("ALL") or (self.at_op("(", k=1) and self.at_name(k=2) and self.at_kw("IN", k=3)):
+            return False
+        return self.starts_expression(1)
+
     def starts_expression(self, k: int = 0) -> bool:
         """Can the token at offset k begin an expression (used where an optional ALL may precede one)?"""
         t = self.toks[self.pos + k]
@@ -491,7 +501,11 @@ class Parser:
     def parse_projection(self) -> a.Projection:
         start = self.peek().start
         distinct = bool(self.accept_kw("DISTINCT"))
-        if not distinct and self.cypher25 and self.at_kw("ALL") and (self.at_op("*", k=1) or self.starts_expression(1)):
+        if (
+            not distinct
+            and self.cypher25
+            and (self.set_quantifier_all() or (self.at_kw("ALL") and self.at_op("*", k=1)))
+        ):
             self.advance()  # RETURN ALL: the default, spelt out
         star = False
         items: list[a.ReturnItem] = []
@@ -1140,7 +1154,7 @@ class Parser:
             return a.FunctionCall(start, self.last_end, name, args)
         distinct = bool(self.accept_kw("DISTINCT"))
         # count(ALL x): the set quantifier, spelt out; `all` is a name when no expression follows it.
-        if not distinct and self.at_kw("ALL") and (self.at_op(")", k=1) or self.starts_expression(1)):
+        if not distinct and (self.set_quantifier_all() or (self.at_kw("ALL") and self.at_op(")", k=1))):
             self.advance()
         args = []
         star = False

@@ -276,3 +276,10 @@ def test_unicode_spaces_between_tokens_become_ascii_ones_outside_strings_and_com
     parsed = p("MATCH\xa0p = (n) RETURN 'a\xa0b' /* \u3000 */\u2003AS x // \xa0\n")
     assert parsed.text == "MATCH p = (n) RETURN 'a\xa0b' /* \u3000 */ AS x // \xa0\n"
     assert parsed.source(only(parsed, ast.Literal)) == "'a\xa0b'"
+
+
+@pytest.mark.parametrize("language", ["5", "25"])
+def test_the_all_list_predicate_is_not_a_set_quantifier(language: ast.CypherVersion) -> None:
+    # Found by reading the openCypher TCK's reads as Cypher 25: RETURN all(x IN …) is a predicate.
+    parsed = p("RETURN all(x IN [1, 2] WHERE x > 0) AS a, count(all(y IN [1] WHERE y = 1)) AS c", language)
+    assert [q.quantifier for q in parsed.find_all(ast.Quantified)] == ["all", "all"]
