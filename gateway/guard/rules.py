@@ -5,7 +5,7 @@ tool policy) that returns ``None`` or a sentence naming the problem. The first
 rule that objects decides. Each is paired with its entry in
 ``gateway.catalogue`` (id and sentence). The first three entries are the parse
 stage's (``gateway.guard.parse_query``): listed here so this tuple is every
-rule the guard answers with, in order.
+rule the guard answers with, in order (cypher25.unsupported is the parse stage's too).
 """
 
 from __future__ import annotations
@@ -246,6 +246,7 @@ RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.INPUT_TOO_LARGE, None),
     GuardRule(catalogue.INPUT_TOO_DEEP, None),
     GuardRule(catalogue.PARSE_FAILED, None),
+    GuardRule(catalogue.CYPHER25_UNSUPPORTED, None),
     GuardRule(catalogue.STATEMENT_MULTIPLE, _multiple_statements),
     GuardRule(catalogue.QUERY_PREFIX, _prefix),
     GuardRule(catalogue.QUERY_OPTION, _options),
