@@ -5,12 +5,16 @@
 demo: setup
 	.venv/bin/python -m gateway.ops.demo
 
+# Everything on Neo4j 5.26, then the tests marked neo4j2026 (end to end, READ mode, each layer alone,
+# the EXPLAIN checks, the must-not-retrieve suites, Cypher 25) again on Neo4j 2026.x.
 test: setup
 	.venv/bin/ruff check
 	.venv/bin/ruff format --check
 	.venv/bin/mypy
 	.venv/bin/pytest; s=$$?; \
 	if [ $$s -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$s
+	CYPHER_GATEWAY_NEO4J_VERSION=2026 .venv/bin/pytest -m neo4j2026 tests/integration tests/mnr; s=$$?; \
+	if [ $$s -eq 5 ]; then echo "pytest collected no Neo4j 2026.x tests" >&2; exit 1; fi; exit $$s
 
 unit: venv
 	.venv/bin/pytest tests/unit -n 2

@@ -60,13 +60,24 @@ INPUT_TOO_DEEP = Rule(
 PARSE_FAILED = Rule(
     "parse.failed", "A query the gateway's Cypher parser cannot read is refused (fail closed).", "parse"
 )
+CYPHER25_UNSUPPORTED = Rule(
+    "cypher25.unsupported",
+    "Cypher 25 that Neo4j reads but the gateway does not accept (SEARCH, GROUP BY, a query in braces, a parameter "
+    "as a path count) is refused, naming the construct.",
+    "parse",
+)
 
 # --- the static guard (gateway.guard.rules.RULES pairs each with its check) -------------------
 STATEMENT_MULTIPLE = Rule("statement.multiple", "A request holds exactly one statement.", "guard")
 QUERY_PREFIX = Rule(
     "query.prefix", "EXPLAIN and PROFILE prefixes are refused; the sandbox runs its own EXPLAIN.", "guard"
 )
-QUERY_OPTION = Rule("query.option", "Only Cypher 5 is accepted, without planner or runtime options.", "guard")
+QUERY_OPTION = Rule(
+    "query.option",
+    "Only the Cypher versions the policy lists are accepted, and only the CYPHER options (planner, runtime) on its "
+    "allow-list.",
+    "guard",
+)
 ADMIN_COMMAND = Rule(
     "admin.command", "Schema, user, privilege, database and transaction commands are refused.", "guard"
 )
@@ -110,8 +121,9 @@ PATTERN_TOO_MANY_HOPS = Rule(
 SCOPE_UNSUPPORTED = Rule(
     "scope.unsupported",
     "A query the scope rewrite cannot confine to the caller's layers is refused: element-returning procedures, "
-    "functions off its list, GQL path selectors, names in the gateway's namespace, conditions that could fail "
-    "on a hidden element, and any pattern that did not receive its visibility predicate.",
+    "functions off its list, shortestPath() as an expression, dynamic labels computed while a pattern is "
+    "matched, names in the gateway's namespace, conditions that could fail on a hidden element, and any "
+    "pattern that did not receive its visibility predicate.",
     "scope",
 )
 
@@ -128,6 +140,7 @@ CATALOGUE: tuple[Rule, ...] = (
     INPUT_TOO_LARGE,
     INPUT_TOO_DEEP,
     PARSE_FAILED,
+    CYPHER25_UNSUPPORTED,
     STATEMENT_MULTIPLE,
     QUERY_PREFIX,
     QUERY_OPTION,

@@ -43,6 +43,8 @@ class ClauseKind(StrEnum):
     CALL_SUBQUERY = "CALL_SUBQUERY"
     CALL_PROCEDURE = "CALL_PROCEDURE"
     FINISH = "FINISH"
+    LET = "LET"  # Cypher 25
+    FILTER = "FILTER"  # Cypher 25
 
 
 class Limits(_Strict):
@@ -109,6 +111,33 @@ class ReservedParameters(_Strict):
         return lowered in {k.lower() for k in self.keys} or any(lowered.startswith(p.lower()) for p in self.prefixes)
 
 
+CypherVersion = Literal["5", "25"]
+
+
+class CypherSettings(_Strict):
+    """Which Cypher the guard reads, and which ``CYPHER`` query options it lets through.
+
+    A query runs under the version the guard read it as (its ``CYPHER 5`` / ``CYPHER 25``
+    prefix, else ``default_version``): the runner prepends that prefix, so a database whose
+    own default language differs can never read the text differently from the guard.
+    """
+
+    versions: frozenset[CypherVersion] = frozenset({"5"})
+    default_version: CypherVersion = "5"
+    # Option name -> the values allowed (names and values as Neo4j spells them, compared case-insensitively).
+    query_options: dict[str, frozenset[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _default_is_allowed(self) -> CypherSettings:
+        if self.default_version not in self.versions:
+            raise ValueError(f"cypher.default_version {self.default_version!r} must be one of cypher.versions")
+        return self
+
+    def option_allowed(self, name: str, value: str) -> bool:
+        allowed = {k.lower(): {v.lower() for v in vs} for k, vs in self.query_options.items()}
+        return value.lower() in allowed.get(name.lower(), set())
+
+
 class Policy(_Strict):
     """A whole policy file."""
 
@@ -116,6 +145,7 @@ class Policy(_Strict):
     description: str = ""
     reserved_parameters: ReservedParameters = ReservedParameters()
     scope: ScopeSettings = ScopeSettings()
+    cypher: CypherSettings = CypherSettings()
     tools: dict[ToolName, ToolPolicy]
 
     @model_validator(mode="after")

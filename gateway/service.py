@@ -21,7 +21,7 @@ from gateway.audit import AuditEvent, AuditLog
 from gateway.cypher import ParsedQuery
 from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
-from gateway.policy import Policy, ToolName
+from gateway.policy import CypherVersion, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
 from sandbox.wire import SandboxResult
 
@@ -134,7 +134,7 @@ class Gateway:
         job = job_for(
             self.policy.tool(tool), query_id=query_id, cypher=prepared.plan.cypher, params=prepared.params,
             result_check=prepared.plan.result_check, database=self.database,
-            explain_check=self.layers.explain_check,
+            explain_check=self.layers.explain_check, cypher_version=prepared.language,
         )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job)
@@ -174,13 +174,15 @@ class Gateway:
         caller_params = guard.caller_params(params)
         parsed: ParsedQuery | None = None
         if self.layers.guard or self.layers.scope_rewrite:
-            parsed = guard.parse_query(cypher, self.policy.tool(tool).limits)
+            parsed = guard.parse_query(cypher, self.policy.tool(tool).limits, self.policy.cypher.default_version)
         if parsed is not None and self.layers.guard:
             guard.enforce(parsed, caller_params, tool, self.policy)
         plan = scope.plan(parsed or cypher, self.policy, tool, principal, self.layers)
         # The scope parameter goes in last, so a caller's value for the reserved key can
         # never survive (the guard also rejects such keys outright).
-        return _Prepared(plan=plan, params={**caller_params, **plan.params})
+        return _Prepared(
+            plan=plan, params={**caller_params, **plan.params}, language=parsed.language if parsed else None
+        )
 
     def _audit(self, event: AuditEvent) -> None:
         if self.audit is not None:
@@ -192,6 +194,7 @@ class _Prepared(BaseModel):
 
     plan: scope.ScopePlan
     params: dict[str, Any]
+    language: CypherVersion | None  # the version the guard read the query as; the job runs under it
 
 
 def _tool_result(tool: ToolName, result: SandboxResult) -> ToolResult:

@@ -83,11 +83,29 @@ def check_query_type(query_type: str | None) -> None:
         raise ExplainRejected(f"Neo4j plans this query as type {query_type!r}; only read queries ('r') run")
 
 
+def _finish_operator(plan: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The EmptyResult a read ending in FINISH plans: the only child of the root ProduceResults.
+
+    ``MATCH (n) FINISH`` plans ``ProduceResults > EmptyResult > AllNodesScan``. EmptyResult only
+    discards rows; a write without RETURN plans it in the same place, above its Create/Merge/…
+    operator, which the check still finds below it. Anywhere else it stays refused.
+    """
+    children = plan.get("children") or []
+    if _operator_name(plan).lower() == "produceresults" and len(children) == 1:
+        child: Mapping[str, Any] = children[0]
+        if _operator_name(child).lower() == "emptyresult":
+            return child
+    return None
+
+
 def check_operators_read_only(plan: Mapping[str, Any] | None) -> None:
     """Refuse any updating, administrative or command operator in the plan."""
     if plan is None:
         raise ExplainRejected("Neo4j returned no plan for EXPLAIN; refusing")
+    finish = _finish_operator(plan)
     for op in _operators(plan):
+        if op is finish:
+            continue
         name = _operator_name(op)
         if _UPDATING_OPERATOR.match(name):
             raise ExplainRejected(f"the plan contains the operator {name}; only plain read queries run")

@@ -2,9 +2,9 @@
 # Build a minimal Debian bookworm root filesystem as a tarball for `docker import`.
 # Nothing is pulled from a container registry: debootstrap fetches .deb files
 # from the same Debian archive apt uses on this machine.
-#   usage: rootfs.sh python|java OUT.tar
+#   usage: rootfs.sh python|java|java21 OUT.tar
 set -euo pipefail
-variant=${1:?variant: python or java}
+variant=${1:?variant: python, java or java21}
 out=${2:?output tarball}
 suite=bookworm
 
@@ -12,6 +12,8 @@ case "$variant" in
   python) include="python3,python3-pip,ca-certificates" ;;
   # Neo4j as a container: Java 17 for the server, bash for the entrypoint.
   java) include="openjdk-17-jre-headless,ca-certificates,bash,procps" ;;
+  # Neo4j 2026.x needs Java 21+, which bookworm does not package; trixie (same archive) does.
+  java21) include="openjdk-21-jre-headless,ca-certificates,bash,procps"; suite=trixie ;;
   *) echo "rootfs.sh: unknown variant $variant" >&2; exit 2 ;;
 esac
 

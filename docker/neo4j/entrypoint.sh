@@ -11,5 +11,6 @@ elif [ -n "$auth" ] && [ ! -e data/dbms/auth.ini ]; then
   java -cp "lib/*" org.neo4j.cli.AdminTool dbms set-initial-password "$password" >/dev/null
 fi
 # Neo4j's own launcher decides the JVM flags; we run the command it prints.
-cmd=$(java -cp "lib/*" org.neo4j.server.startup.Neo4jCommand console --dry-run | grep CommunityEntryPoint | tail -n1)
+# The server class is CommunityEntryPoint on 5.26 and Neo4jCommunity on 2026.x.
+cmd=$(java -cp "lib/*" org.neo4j.server.startup.Neo4jCommand console --dry-run | grep -E 'CommunityEntryPoint|Neo4jCommunity' | tail -n1)
 eval "exec $cmd"

@@ -8,11 +8,12 @@
 the result (text, tokens, statements) with the walk/source/rewrite helpers the
 guard and the scope rewrite share. Every failure is one
 :class:`CypherSyntaxError` with its position; the two bounds are its subclasses
-:class:`CypherTooDeep` and :class:`CypherTooLarge`.
+:class:`CypherTooDeep` and :class:`CypherTooLarge`; Cypher 25 it recognises and refuses is
+:class:`CypherUnsupported`.
 """
 
 from gateway.cypher import ast
-from gateway.cypher.errors import CypherSyntaxError, CypherTooDeep, CypherTooLarge
+from gateway.cypher.errors import CypherSyntaxError, CypherTooDeep, CypherTooLarge, CypherUnsupported
 from gateway.cypher.query import ParsedQuery, parse
 
-__all__ = ["CypherSyntaxError", "CypherTooDeep", "CypherTooLarge", "ParsedQuery", "ast", "parse"]
+__all__ = ["CypherSyntaxError", "CypherTooDeep", "CypherTooLarge", "CypherUnsupported", "ParsedQuery", "ast", "parse"]

@@ -40,6 +40,8 @@ LabelOperator = typing.Literal["|", "&"]
 Direction = typing.Literal["->", "<-", "--"]
 ForbiddenCategory = typing.Literal["write", "admin", "load_csv", "use"]
 StatementPrefix = typing.Literal["EXPLAIN", "PROFILE"]
+CypherVersion = typing.Literal["5", "25"]
+DynamicLabelKind = typing.Literal["single", "any", "all"]
 
 
 @dataclass(eq=False)
@@ -162,10 +164,42 @@ class TypePredicate(Expr):
 
 @dataclass(eq=False)
 class LabelCheck(Expr):
-    """``n:Person`` / ``n:A|B`` / ``r IS KNOWS`` as a boolean expression."""
+    """``n:Person`` / ``n:A|B`` / ``r IS KNOWS`` / (Cypher 25) ``n IS NOT LABELED A`` as a boolean expression."""
 
     subject: Expr
     labels: LabelExpression
+    negated: bool = False
+
+
+@dataclass(eq=False)
+class IsNormalized(Expr):
+    """``s IS [NOT] [NFC|NFD|NFKC|NFKD] NORMALIZED``."""
+
+    operand: Expr
+    negated: bool
+    form: str | None
+
+
+@dataclass(eq=False)
+class PartialPredicate(Expr):
+    """One operand of an extended simple ``CASE x WHEN …``: a predicate whose left side is the CASE subject.
+
+    ``op`` is its operator as written in upper case (``<``, ``IS NOT NULL``, ``::``, ``STARTS WITH``,
+    ``IS NORMALIZED``, ``IN``, ``IS LABELED`` …); ``right`` its right operand, ``labels`` its label
+    expression, ``type_text`` its type, when it has one.
+    """
+
+    op: str
+    right: Expr | None
+    labels: LabelExpression | None
+    type_text: str | None
+
+
+@dataclass(eq=False)
+class Keyword(Expr):
+    """A bare word a few Cypher 25 functions take as an argument (``vector(v, 3, INT8)``, a property key)."""
+
+    word: str
 
 
 @dataclass(eq=False)
@@ -174,11 +208,14 @@ class FunctionCall(Expr):
     args: list[Expr]
     distinct: bool = False
     star: bool = False  # count(*)
+    trim_mode: str | None = None  # trim(BOTH|LEADING|TRAILING [chars] FROM s): args are [chars?, s]
 
 
 @dataclass(eq=False)
 class CaseWhen(Node):
-    condition: Expr
+    """``WHEN condition THEN result``; an extended simple CASE may list several ``conditions``."""
+
+    conditions: list[Expr]
     result: Expr
 
 
@@ -214,6 +251,7 @@ class Reduce(Expr):
     variable: Variable
     source: Expr
     expression: Expr
+    predicate: Expr | None = None  # Cypher 25 allReduce(acc = init, x IN list | step, predicate)
 
 
 @dataclass(eq=False)
@@ -289,7 +327,15 @@ class LabelParen(Node):
     operand: LabelNode
 
 
-LabelNode = LabelName | LabelWildcard | LabelNot | LabelBinary | LabelParen
+@dataclass(eq=False)
+class LabelDynamic(Node):
+    """``$(expr)``, ``$any(expr)``, ``$all(expr)``: labels or types computed from a value at run time."""
+
+    kind: DynamicLabelKind
+    expression: Expr
+
+
+LabelNode = LabelName | LabelWildcard | LabelNot | LabelBinary | LabelParen | LabelDynamic
 
 
 @dataclass(eq=False)
@@ -340,11 +386,15 @@ class RelPattern(Node):
 
 @dataclass(eq=False)
 class QuantifiedPath(Node):
-    """A parenthesised path pattern ``((a)-->(b) WHERE …){1,3}`` (quantifier may be None)."""
+    """A parenthesised path pattern ``((a)-->(b) WHERE …){1,3}`` (quantifier may be None).
+
+    ``variable`` names the group's path (``(q = (a)-->+(b) WHERE length(q) > 1)``, after a selector).
+    """
 
     path: Path
     where: Expr | None
     quantifier: Quantifier | None
+    variable: Variable | None = None
 
 
 PathElement = NodePattern | RelPattern | QuantifiedPath
@@ -358,7 +408,7 @@ class Path(Node):
 @dataclass(eq=False)
 class PatternPart(Node):
     variable: Variable | None  # p = …
-    selector: str | None  # "shortestPath", "allShortestPaths", "ANY SHORTEST", "SHORTEST 2", …
+    selector: str | None  # "shortestPath", "allShortestPaths", "ANY SHORTEST", "SHORTEST 2", "ALL TRAIL", …
     path: Path
 
 
@@ -381,6 +431,7 @@ class Match(Clause):
     patterns: list[PatternPart]
     hints: list[Hint]
     where: Expr | None
+    mode: str | None = None  # Cypher 25 match mode: "REPEATABLE ELEMENTS", "DIFFERENT RELATIONSHIPS"
 
 
 @dataclass(eq=False)
@@ -420,8 +471,39 @@ class Return(Clause):
 
 @dataclass(eq=False)
 class Unwind(Clause):
+    """``UNWIND list AS x``, and its Cypher 25 spelling ``FOR x IN list``."""
+
     expression: Expr
     variable: Variable
+
+
+@dataclass(eq=False)
+class OrderBySkipLimit(Clause):
+    """``ORDER BY … SKIP … LIMIT …`` standing as a clause of its own between other clauses."""
+
+    order_by: list[SortItem]
+    skip: Expr | None
+    limit: Expr | None
+
+
+@dataclass(eq=False)
+class LetItem(Node):
+    variable: Variable
+    expression: Expr
+
+
+@dataclass(eq=False)
+class Let(Clause):
+    """Cypher 25 ``LET x = expr, …``: binds new variables, row by row."""
+
+    items: list[LetItem]
+
+
+@dataclass(eq=False)
+class Filter(Clause):
+    """Cypher 25 ``FILTER [WHERE] condition``: keeps the rows where it holds."""
+
+    condition: Expr
 
 
 @dataclass(eq=False)
@@ -480,7 +562,28 @@ class Union(Node):
     all: list[bool] = field(default_factory=list)  # all[i] joins queries[i] and queries[i+1]
 
 
-QueryBody = SingleQuery | Union
+@dataclass(eq=False)
+class WhenBranch(Node):
+    condition: Expr
+    body: SingleQuery
+
+
+@dataclass(eq=False)
+class When(Node):
+    """Cypher 25 conditional query ``WHEN c THEN q [WHEN …] [ELSE q]``: the first branch whose condition holds runs."""
+
+    branches: list[WhenBranch]
+    otherwise: SingleQuery | None
+
+
+@dataclass(eq=False)
+class Next(Node):
+    """Cypher 25 ``q1 NEXT q2 …``: each segment's returned columns are the next one's variables."""
+
+    segments: list[SingleQuery | Union | When]
+
+
+QueryBody = SingleQuery | Union | When | Next
 
 
 @dataclass(eq=False)
@@ -489,6 +592,7 @@ class Statement(Node):
     cypher_version: str | None  # "5" from ``CYPHER 5``
     options: list[str]  # ``CYPHER runtime=slotted`` -> ["runtime=slotted"]
     body: QueryBody
+    language: CypherVersion = "5"  # the version the body was read as (the prefix, else the policy's default)
 
 
 def unparen(expr: Expr) -> Expr:
@@ -503,7 +607,8 @@ def unparen(expr: Expr) -> Expr:
 _SCALAR_FIELDS = frozenset(
     {"bool", "int", "int | None", "str", "str | None", "list[bool]", "list[str]", "str | float | int | bool | None",
      "BinaryOperator", "Direction", "ForbiddenCategory", "LabelOperator", "LiteralKind", "MapProjectionKind",
-     "QuantifierKind", "StatementPrefix | None", "SubqueryKind", "UnaryOperator"}
+     "QuantifierKind", "StatementPrefix | None", "SubqueryKind", "UnaryOperator", "CypherVersion",
+     "DynamicLabelKind"}
 )  # fmt: skip
 _CHILD_FIELDS: dict[type[Node], tuple[str, ...]] = {}
 

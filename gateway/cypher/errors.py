@@ -5,7 +5,9 @@ string, an unexpected token) is a :class:`CypherSyntaxError` carrying the offset
 line and column where reading stopped. The two bounds the front end enforces
 are subclasses, so a caller can tell "not Cypher" from "too big to read":
 :class:`CypherTooDeep` (brackets or expressions nested past the limit) and
-:class:`CypherTooLarge` (more characters than the limit).
+:class:`CypherTooLarge` (more characters than the limit). So is
+:class:`CypherUnsupported`: Cypher 25 that Neo4j reads and this front end
+recognises but refuses, naming the construct.
 """
 
 from __future__ import annotations
@@ -29,3 +31,11 @@ class CypherTooDeep(CypherSyntaxError):
 
 class CypherTooLarge(CypherSyntaxError):
     """The text is longer than the limit the caller set; nothing of it was read."""
+
+
+class CypherUnsupported(CypherSyntaxError):
+    """Cypher 25 that Neo4j reads but this gateway does not (yet): ``construct`` names it."""
+
+    def __init__(self, construct: str, text: str, offset: int) -> None:
+        self.construct = construct
+        super().__init__(f"{construct} is Cypher 25 that this gateway does not accept", text, offset)

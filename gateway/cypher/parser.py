@@ -1,10 +1,19 @@
-"""A recursive-descent parser for the read subset of Neo4j 5 Cypher.
+"""A recursive-descent parser for the read subset of Neo4j Cypher 5 and Cypher 25.
 
 It accepts what an agent's read query needs (MATCH, OPTIONAL MATCH, WITH,
 RETURN, UNWIND, UNION, CALL subqueries, procedure calls, EXISTS/COUNT/COLLECT,
 pattern and list comprehensions, map projections, quantified path patterns,
-shortest paths, label expressions, type predicates) and produces
-``gateway.cypher.ast`` nodes. Write clauses, admin commands, ``USE`` and
+shortest paths, label expressions, type predicates, standalone ORDER BY / SKIP /
+LIMIT, FINISH) and produces ``gateway.cypher.ast`` nodes.
+
+The statement's ``CYPHER 5`` / ``CYPHER 25`` prefix, else the caller's default
+language, decides how the body is read. Cypher 25 adds LET, FILTER, FOR, NEXT,
+conditional WHEN … THEN … ELSE queries, match modes, path modes, IS LABELED and
+label checks at comparison precedence (``[] + n:A`` is ``([] + n):A`` there),
+dynamic labels in expressions, ``WHEN IS :: T`` and ``WHEN IN …`` in a simple
+CASE, allReduce and the keyword arguments of the vector functions. Cypher 25
+that Neo4j reads but this parser refuses (SEARCH, GROUP BY, a query in braces,
+a parameter as a path count) raises :class:`CypherUnsupported` naming it. Write clauses, admin commands, ``USE`` and
 ``LOAD CSV`` are recognised at clause position and recorded as ``Forbidden``
 nodes (their tokens are skipped: the query is refused anyway). Anything else
 it does not understand raises :class:`CypherSyntaxError`: the guard fails closed.
@@ -23,7 +32,7 @@ from types import TracebackType
 from typing import Final, TypeVar
 
 from gateway.cypher import ast as a
-from gateway.cypher.errors import CypherSyntaxError, CypherTooDeep
+from gateway.cypher.errors import CypherSyntaxError, CypherTooDeep, CypherUnsupported
 from gateway.cypher.tokens import Token, TokenKind, string_value
 
 # Bracket-free nesting (NOT NOT …, - - …, CASE inside CASE) is counted by the
@@ -48,8 +57,28 @@ _CREATE_ADMIN = frozenset(
     {"INDEX", "CONSTRAINT", "USER", "ROLE", "DATABASE", "COMPOSITE", "ALIAS", "OR", "RANGE", "TEXT",
      "POINT", "LOOKUP", "FULLTEXT", "VECTOR", "BTREE", "SERVER"}
 )  # fmt: skip
-READ_CLAUSE_KEYWORDS = frozenset({"MATCH", "OPTIONAL", "WITH", "RETURN", "UNWIND", "CALL", "FINISH", "USE", "LOAD"})
+READ_CLAUSE_KEYWORDS = frozenset(
+    {"MATCH", "OPTIONAL", "WITH", "RETURN", "UNWIND", "CALL", "FINISH", "USE", "LOAD", "ORDER", "SKIP", "OFFSET",
+     "LIMIT"}
+)  # fmt: skip
 CLAUSE_KEYWORDS = READ_CLAUSE_KEYWORDS | WRITE_KEYWORDS | ADMIN_KEYWORDS
+# Clauses only Cypher 25 has; under Cypher 5 they are names, and the error says which language reads them.
+CYPHER25_CLAUSE_KEYWORDS = frozenset({"LET", "FILTER", "FOR"})
+_CYPHER25_ONLY = CYPHER25_CLAUSE_KEYWORDS | {"NEXT", "WHEN"}
+_MATCH_MODES = {"REPEATABLE": ("ELEMENT", "ELEMENTS"), "DIFFERENT": ("RELATIONSHIP", "RELATIONSHIPS")}
+_PATH_MODES = ("WALK", "TRAIL", "ACYCLIC")
+_NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+# Words after which a following name cannot be the start of an expression (an optional ALL before it is a name).
+_NOT_EXPRESSION_START = frozenset(
+    {"AS", "ORDER", "SKIP", "OFFSET", "LIMIT", "WHERE", "UNION", "AND", "OR", "XOR", "IS", "IN", "CONTAINS",
+     "STARTS", "ENDS", "FROM", "THEN", "ELSE", "END", "NEXT", "WHEN"}
+)  # fmt: skip
+# Cypher 25 functions whose last argument is a bare word: (arguments before it, what the word is).
+_KEYWORD_ARGUMENT_FUNCTIONS = {
+    "vector": (2, "a vector coordinate type"),
+    "vector_distance": (2, "a distance metric"),
+    "vector_norm": (1, "a distance metric"),
+}
 # Token text -> the tree's operator, for each precedence level of binary operators.
 _OR: dict[str, a.BinaryOperator] = {"OR": "OR"}
 _XOR: dict[str, a.BinaryOperator] = {"XOR": "XOR"}
@@ -63,11 +92,15 @@ _SIGN: dict[str, a.UnaryOperator] = {"-": "-", "+": "+"}
 _SUBQUERY: dict[str, a.SubqueryKind] = {"EXISTS": "EXISTS", "COUNT": "COUNT", "COLLECT": "COLLECT"}
 _PREFIX: dict[str, a.StatementPrefix] = {"EXPLAIN": "EXPLAIN", "PROFILE": "PROFILE"}
 _QUANTIFIERS: dict[str, a.QuantifierKind] = {"ALL": "all", "ANY": "any", "NONE": "none", "SINGLE": "single"}
-_TYPE_WORDS = frozenset(
-    {"BOOL", "BOOLEAN", "VARCHAR", "STRING", "INT", "INTEGER", "SIGNED", "INTEGER8", "INTEGER16",
-     "INTEGER32", "INTEGER64", "FLOAT", "FLOAT64", "DATE", "LOCAL", "ZONED", "TIME", "DATETIME",
-     "WITHOUT", "TIMEZONE", "ZONE", "DURATION", "POINT", "NODE", "VERTEX", "RELATIONSHIP", "EDGE",
-     "MAP", "LIST", "ARRAY", "PATH", "PROPERTY", "VALUE", "ANY", "NOTHING", "NULL"}
+# Type names that are one word (Neo4j's typeName rule; the multi-word ones are read by parse_type_name).
+_SIMPLE_TYPES = frozenset(
+    {"NOTHING", "NULL", "BOOL", "BOOLEAN", "VARCHAR", "STRING", "INT", "INTEGER", "FLOAT", "DATE", "DURATION",
+     "POINT", "NODE", "VERTEX", "RELATIONSHIP", "EDGE", "MAP", "PATH", "PATHS"}
+)  # fmt: skip
+_CYPHER25_SIMPLE_TYPES = frozenset({"UUID", "INTEGER64", "INT64", "FLOAT64"})
+_VECTOR_COORDINATES = frozenset(
+    {"INT", "INTEGER", "INTEGER64", "INTEGER32", "INTEGER16", "INTEGER8", "INT64", "INT32", "INT16", "INT8", "FLOAT",
+     "FLOAT64", "FLOAT32"}
 )  # fmt: skip
 
 
@@ -94,8 +127,10 @@ class _Nesting:
 class Parser:
     """Parse ``tokens`` (from :func:`~gateway.cypher.tokens.tokenize` over ``text``) into statements."""
 
-    def __init__(self, text: str, tokens: list[Token], *, max_depth: int) -> None:
+    def __init__(self, text: str, tokens: list[Token], *, max_depth: int, language: a.CypherVersion = "5") -> None:
         self.text = text
+        self.default_language: a.CypherVersion = language
+        self.cypher25 = language == "25"  # set per statement from its prefix
         # Padding with EOF lets every lookahead index without a bounds check.
         eof = tokens[-1]
         self.toks = [*tokens, eof, eof, eof, eof]
@@ -179,7 +214,43 @@ class Parser:
 
     def at_clause_start(self) -> bool:
         t = self.peek()
-        return t.kind is _ID and t.upper in CLAUSE_KEYWORDS
+        if t.kind is not _ID:
+            return False
+        if t.upper in ("ORDER", "SKIP", "OFFSET", "LIMIT"):
+            # A standalone ORDER BY / SKIP / LIMIT; "ORDER" alone is not a clause.
+            return t.upper != "ORDER" or self.at_kw("BY", k=1)
+        return t.upper in CLAUSE_KEYWORDS or (self.cypher25 and t.upper in CYPHER25_CLAUSE_KEYWORDS)
+
+    def set_quantifier_all(self) -> bool:
+        """Is the ALL here the optional set quantifier (``count(ALL x)``, Cypher 25 ``RETURN ALL x``)?
+
+        Neo4j takes it so whenever an expression (or, in a call, the closing bracket) follows, except
+        the list predicate ``all(x IN list …)``, which is an expression itself.
+        """
+        if not self.at_kw("ALL") or (self.at_op("(", k=1) and self.at_name(k=2) and self.at_kw("IN", k=3)):
+            return False
+        return self.starts_expression(1)
+
+    def starts_expression(self, k: int = 0) -> bool:
+        """Can the token at offset k begin an expression (used where an optional ALL may precede one)?"""
+        t = self.toks[self.pos + k]
+        if t.kind in (_NUM, _STR, _PARAM, _QID):
+            return True
+        if t.kind is _OP:
+            return t.value in ("(", "[", "{", "-", "+", "$")
+        return t.kind is _ID and t.upper not in _NOT_EXPRESSION_START and t.upper not in CLAUSE_KEYWORDS
+
+    def unsupported(self, construct: str) -> CypherUnsupported:
+        return CypherUnsupported(construct, self.text, self.peek().start)
+
+    def not_cypher5(self) -> CypherSyntaxError | None:
+        """Under Cypher 5, a Cypher 25 keyword where a clause could start: say which language reads it."""
+        t = self.peek()
+        if self.cypher25 or t.kind is not _ID or t.upper not in _CYPHER25_ONLY:
+            return None
+        return CypherSyntaxError(
+            f"{t.upper} is Cypher 25; start the query with CYPHER 25 to use it", self.text, t.start
+        )
 
     # ------------------------------------------------------------ statements
 
@@ -192,7 +263,7 @@ class Parser:
                 break
             statements.append(self.parse_statement())
         if self.peek().kind is not _EOF:
-            raise self.error("a clause, ';' or the end of the query")
+            raise self.not_cypher5() or self.error("a clause, ';' or the end of the query")
         return statements
 
     def parse_statement(self) -> a.Statement:
@@ -215,10 +286,43 @@ class Parser:
                     options.append(f"{key}={val.value}")
             else:
                 break
+        language: a.CypherVersion = "25" if version == "25" else "5" if version == "5" else self.default_language
+        self.cypher25 = language == "25"
         body = self.parse_query_body()
-        return a.Statement(start, self.last_end, prefix, version, options, body)
+        return a.Statement(start, self.last_end, prefix, version, options, body, language)
 
     def parse_query_body(self) -> a.QueryBody:
+        """A whole query: in Cypher 25, segments joined by NEXT, each a UNION or a conditional WHEN query."""
+        if not self.cypher25:
+            return self.parse_union()
+        with self.nested():
+            start = self.peek().start
+            segments = [self.parse_regular_query()]
+            while self.accept_kw("NEXT"):
+                segments.append(self.parse_regular_query())
+        if len(segments) == 1:
+            return segments[0]
+        return a.Next(start, self.last_end, segments)
+
+    def parse_regular_query(self) -> a.SingleQuery | a.Union | a.When:
+        if self.at_kw("WHEN"):
+            return self.parse_when()
+        return self.parse_union()
+
+    def parse_when(self) -> a.When:
+        start = self.peek().start
+        branches: list[a.WhenBranch] = []
+        with self.nested():
+            while self.at_kw("WHEN"):
+                branch_start = self.advance().start
+                condition = self.parse_expr()
+                self.expect_kw("THEN")
+                body = self.parse_single_query()
+                branches.append(a.WhenBranch(branch_start, self.last_end, condition, body))
+            otherwise = self.parse_single_query() if self.accept_kw("ELSE") else None
+        return a.When(start, self.last_end, branches, otherwise)
+
+    def parse_union(self) -> a.SingleQuery | a.Union:
         with self.nested():
             start = self.peek().start
             first = self.parse_single_query()
@@ -236,11 +340,13 @@ class Parser:
 
     def parse_single_query(self) -> a.SingleQuery:
         start = self.peek().start
+        if self.cypher25 and self.at_op("{"):
+            raise self.unsupported("a query in braces")
         clauses: list[a.Clause] = []
         while self.at_clause_start():
             clauses.append(self.parse_clause())
         if not clauses:
-            raise self.error("a clause (MATCH, WITH, RETURN, UNWIND, CALL, ...)")
+            raise self.not_cypher5() or self.error("a clause (MATCH, WITH, RETURN, UNWIND, CALL, ...)")
         return a.SingleQuery(start, self.last_end, clauses)
 
     # ------------------------------------------------------------ clauses
@@ -272,6 +378,24 @@ class Parser:
             self.expect_kw("AS")
             var = self.parse_variable()
             return a.Unwind(t.start, self.last_end, expr, var)
+        if kw in ("ORDER", "SKIP", "OFFSET", "LIMIT"):
+            order, skip, limit = self.parse_order_skip_limit()
+            return a.OrderBySkipLimit(t.start, self.last_end, order, skip, limit)
+        if kw == "FOR":  # Cypher 25 (at_clause_start admits it only there)
+            self.advance()
+            var = self.parse_variable()
+            self.expect_kw("IN")
+            expr = self.parse_expr()
+            return a.Unwind(t.start, self.last_end, expr, var)
+        if kw == "LET":
+            self.advance()
+            items = self.comma_list(self.parse_let_item)
+            return a.Let(t.start, self.last_end, items)
+        if kw == "FILTER":
+            self.advance()
+            self.accept_kw("WHERE")
+            condition = self.parse_expr()
+            return a.Filter(t.start, self.last_end, condition)
         if kw == "CALL":
             return self.parse_call(t.start, optional=False)
         if kw == "FINISH":
@@ -319,14 +443,39 @@ class Parser:
                     return
             self.advance()
 
+    def parse_let_item(self) -> a.LetItem:
+        var = self.parse_variable()
+        self.expect_op("=")
+        expr = self.parse_expr()
+        return a.LetItem(var.start, expr.end, var, expr)
+
     def parse_match(self, start: int, *, optional: bool) -> a.Match:
         self.expect_kw("MATCH")
+        mode = self.parse_match_mode()
         patterns = self.parse_pattern_list()
         hints: list[a.Hint] = []
         while self.at_kw("USING"):
             hints.append(self.parse_hint())
         where = self.parse_expr() if self.accept_kw("WHERE") else None
-        return a.Match(start, self.last_end, optional, patterns, hints, where)
+        if self.cypher25 and self.at_kw("SEARCH"):
+            raise self.unsupported("SEARCH")
+        return a.Match(start, self.last_end, optional, patterns, hints, where, mode)
+
+    def parse_match_mode(self) -> str | None:
+        """``REPEATABLE ELEMENT[S] [BINDINGS]`` / ``DIFFERENT RELATIONSHIP[S] [BINDINGS]`` (Cypher 25)."""
+        t = self.peek()
+        words = _MATCH_MODES.get(t.upper) if t.kind is _ID else None
+        if words is None or not self.at_kw(*words, k=1):
+            return None
+        if not self.cypher25:
+            raise CypherSyntaxError(
+                f"match modes such as {t.upper} are Cypher 25; start the query with CYPHER 25", self.text, t.start
+            )
+        first = self.advance().upper
+        second = self.advance().upper
+        if not second.endswith("S"):
+            self.accept_kw("BINDINGS")
+        return f"{first} {second.rstrip('S')}S"
 
     def parse_hint(self) -> a.Hint:
         start = self.advance().start  # USING
@@ -352,6 +501,12 @@ class Parser:
     def parse_projection(self) -> a.Projection:
         start = self.peek().start
         distinct = bool(self.accept_kw("DISTINCT"))
+        if (
+            not distinct
+            and self.cypher25
+            and (self.set_quantifier_all() or (self.at_kw("ALL") and self.at_op("*", k=1)))
+        ):
+            self.advance()  # RETURN ALL: the default, spelt out
         star = False
         items: list[a.ReturnItem] = []
         if self.accept_op("*"):
@@ -360,14 +515,19 @@ class Parser:
                 items = self.parse_return_items()
         else:
             items = self.parse_return_items()
+        if self.cypher25 and self.at_kw("GROUP") and self.at_kw("BY", k=1):
+            raise self.unsupported("GROUP BY")
+        order, skip, limit = self.parse_order_skip_limit()
+        return a.Projection(start, self.last_end, distinct, star, items, order, skip, limit)
+
+    def parse_order_skip_limit(self) -> tuple[list[a.SortItem], a.Expr | None, a.Expr | None]:
         order: list[a.SortItem] = []
-        if self.at_kw("ORDER"):
-            self.advance()
-            self.expect_kw("BY")
+        if self.at_kw("ORDER") and self.at_kw("BY", k=1):
+            self.pos += 2
             order = self.comma_list(self.parse_sort_item)
         skip = self.parse_expr() if self.accept_kw("SKIP", "OFFSET") else None
         limit = self.parse_expr() if self.accept_kw("LIMIT") else None
-        return a.Projection(start, self.last_end, distinct, star, items, order, skip, limit)
+        return order, skip, limit
 
     def parse_return_items(self) -> list[a.ReturnItem]:
         return self.comma_list(self.parse_return_item)
@@ -461,24 +621,32 @@ class Parser:
         return a.PatternPart(start, self.last_end, var, selector, path)
 
     def parse_path_selector(self) -> str | None:
-        # In pattern position ANY/ALL/SHORTEST can only be a GQL path selector.
+        # In pattern position ANY/ALL/SHORTEST (and, in Cypher 25, a path mode) can only be a GQL path selector.
         words: list[str] = []
-        if self.at_kw("ANY", "ALL", "SHORTEST"):
+        modes = _PATH_MODES if self.cypher25 else ()
+        if self.at_kw("ANY", "ALL", "SHORTEST") or (modes and self.at_kw(*modes) and not self.at_op("=", k=1)):
             first = self.advance().upper
             words.append(first)
             if first == "SHORTEST":
-                if self.peek().kind is _NUM:
-                    words.append(self.advance().value)
-                if t := self.accept_kw("PATH", "PATHS", "GROUPS", "GROUP"):
-                    words.append(t.upper)
-            else:
+                self.parse_selector_count(words)
+            elif first in ("ANY", "ALL"):
                 if self.accept_kw("SHORTEST"):
                     words.append("SHORTEST")
-                elif self.peek().kind is _NUM:
-                    words.append(self.advance().value)
-                if t := self.accept_kw("PATH", "PATHS"):
-                    words.append(t.upper)
+                elif first == "ANY":
+                    self.parse_selector_count(words)
+            if first not in modes and modes and (mode := self.accept_kw(*modes)):
+                words.append(mode.upper)
+            if t := self.accept_kw("PATH", "PATHS"):
+                words.append(t.upper)
+            if first == "SHORTEST" and (t := self.accept_kw("GROUPS", "GROUP")):
+                words.append(t.upper)
         return " ".join(words) if words else None
+
+    def parse_selector_count(self, words: list[str]) -> None:
+        if self.peek().kind is _NUM:
+            words.append(self.advance().value)
+        elif self.cypher25 and self.peek().kind is _PARAM:
+            raise self.unsupported("a parameter as the number of paths")
 
     def parse_path(self) -> a.Path:
         start = self.peek().start
@@ -486,7 +654,7 @@ class Parser:
         prev: str | None = None
         while True:
             if self.at_op("("):
-                if self.at_op("(", k=1):
+                if self.at_op("(", k=1) or (self.at_name(k=1) and self.at_op("=", k=2)):
                     elements.append(self.parse_quantified_path())
                     prev = "qpp"
                 else:
@@ -509,12 +677,16 @@ class Parser:
 
     def parse_quantified_path(self) -> a.QuantifiedPath:
         start = self.expect_op("(").start
+        var: a.Variable | None = None
+        if self.at_name() and self.at_op("=", k=1):
+            var = self.parse_variable()
+            self.advance()
         with self.nested():
             path = self.parse_path()
             where = self.parse_expr() if self.accept_kw("WHERE") else None
         self.expect_op(")")
         quant = self.parse_quantifier()
-        return a.QuantifiedPath(start, self.last_end, path, where, quant)
+        return a.QuantifiedPath(start, self.last_end, path, where, quant, var)
 
     def parse_quantifier(self) -> a.Quantifier | None:
         t = self.peek()
@@ -603,8 +775,9 @@ class Parser:
 
     # ------------------------------------------------------------ label expressions
 
-    def parse_label_expression(self, *, allow_pipe: bool) -> a.LabelExpression:
-        start = self.advance().start  # ":" or IS
+    def parse_label_expression(self, *, allow_pipe: bool, lead: bool = True) -> a.LabelExpression:
+        """``:A…`` or ``IS A…`` (``lead``: the ``:`` or IS is the next token); else the labels start here."""
+        start = self.advance().start if lead else self.peek().start
         node = self.parse_label_or(allow_pipe)
         # Old-style conjunction ":A:B" means A & B.
         while self.at_op(":"):
@@ -642,10 +815,28 @@ class Parser:
                 inner = self.parse_label_or(True)
             self.expect_op(")")
             return a.LabelParen(t.start, self.last_end, inner)
+        dynamic = self.dynamic_label_kind()
+        if dynamic is not None:
+            self.pos += 2  # "$" or "$any"/"$all", then "("
+            with self.nested():
+                expr = self.parse_expr()
+            self.expect_op(")")
+            return a.LabelDynamic(t.start, self.last_end, dynamic, expr)
         name = self.expect_name("a label or relationship type")
         return a.LabelName(name.start, name.end, name.value)
 
     # ------------------------------------------------------------ expressions
+
+    def dynamic_label_kind(self) -> a.DynamicLabelKind | None:
+        """``$(``, ``$any(``, ``$all(`` start a dynamic label (a backticked ``$`any``` is a parameter)."""
+        t = self.peek()
+        if not self.at_op("(", k=1):
+            return None
+        if t.kind is _OP and t.value == "$":
+            return "single"
+        if t.kind is _PARAM and t.value.upper() in ("ANY", "ALL") and self.text[t.start + 1] != "`":
+            return "any" if t.value.upper() == "ANY" else "all"
+        return None
 
     def parse_expr(self) -> a.Expr:
         with self.nested():
@@ -696,7 +887,9 @@ class Parser:
         return self.binary_chain(self.parse_predicate, _COMPARISON)
 
     def parse_predicate(self) -> a.Expr:
-        left = self.parse_additive()
+        return self.parse_predicate_from(self.parse_additive())
+
+    def parse_predicate_from(self, left: a.Expr) -> a.Expr:
         while True:
             start = left.start
             if self.accept_op("=~"):
@@ -716,6 +909,13 @@ class Parser:
                 left = a.BinaryOp(start, right.end, "IN", left, right)
             elif self.at_kw("IS"):
                 left = self.parse_is(left)
+            elif self.accept_op("::"):
+                type_text = self.parse_type()
+                left = a.TypePredicate(start, self.last_end, left, False, type_text)
+            elif self.cypher25 and self.at_op(":"):
+                # Cypher 25 reads a label check at this precedence, not as a postfix.
+                labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
+                left = a.LabelCheck(start, labels.end, left, labels)
             else:
                 return left
 
@@ -725,36 +925,108 @@ class Parser:
         if self.accept_kw("NULL"):
             return a.IsNull(left.start, self.last_end, left, negated)
         if self.accept_op("::") or self.accept_kw("TYPED"):
-            type_start = self.peek().start
-            self.parse_type()
-            return a.TypePredicate(left.start, self.last_end, left, negated, self.text[type_start : self.last_end])
+            type_text = self.parse_type()
+            return a.TypePredicate(left.start, self.last_end, left, negated, type_text)
+        if self.at_kw("NORMALIZED") or (self.at_kw(*_NORMAL_FORMS) and self.at_kw("NORMALIZED", k=1)):
+            form = self.advance().upper
+            if form != "NORMALIZED":
+                self.advance()
+            return a.IsNormalized(left.start, self.last_end, left, negated, None if form == "NORMALIZED" else form)
+        if self.cypher25:
+            self.accept_kw("LABELED")
+            labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe, lead=False)
+            return a.LabelCheck(left.start, self.last_end, left, labels, negated)
         if negated:
-            raise self.error("NULL or a type after IS NOT")
-        if self.at_kw("NORMALIZED") or self.at_kw("NFC", "NFD", "NFKC", "NFKD"):
-            raise self.error("a supported predicate (IS NORMALIZED is not supported)")
+            raise self.error("NULL, NORMALIZED or a type after IS NOT")
         self.pos -= 1  # let the label expression parser consume IS
         labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
         return a.LabelCheck(left.start, self.last_end, left, labels)
 
-    def parse_type(self) -> None:
-        self.parse_type_term()
+    def parse_type(self) -> str:
+        """``type (| type)*`` as Neo4j's grammar spells it; returns its text."""
+        start = self.peek().start
+        self.parse_type_part()
         while self.accept_op("|"):
-            self.parse_type_term()
+            self.parse_type_part()
+        return self.text[start : self.last_end]
 
-    def parse_type_term(self) -> None:
-        if not self.at_kw(*_TYPE_WORDS):
-            raise self.error("a type name")
-        while self.at_kw(*_TYPE_WORDS) or (self.at_kw("WITH") and self.at_kw("TIME", "TIMEZONE", k=1)):
-            self.advance()
-        if self.accept_op("<"):
-            with self.nested():
-                self.parse_type()
-            self.expect_op(">")
+    def parse_type_part(self) -> None:
+        self.parse_type_name()
+        self.parse_type_nullability()
+        while self.accept_kw("LIST", "ARRAY"):
+            self.parse_type_nullability()
+
+    def parse_type_nullability(self) -> None:
         if self.at_kw("NOT") and self.at_kw("NULL", k=1):
+            self.pos += 2
+        else:
+            self.accept_op("!")
+
+    def parse_type_name(self) -> None:
+        t = self.advance()
+        word = t.upper if t.kind is _ID else ""
+        if word in _SIMPLE_TYPES or (self.cypher25 and word in _CYPHER25_SIMPLE_TYPES):
+            return
+        if word == "SIGNED":
+            self.expect_kw("INTEGER")
+        elif word in ("LOCAL", "ZONED"):
+            if not self.accept_kw("TIME", "DATETIME"):
+                raise self.error("TIME or DATETIME")
+        elif word in ("TIME", "TIMESTAMP"):
+            if not self.accept_kw("WITH", "WITHOUT"):
+                raise self.error("WITH or WITHOUT")
+            if not self.accept_kw("TIMEZONE"):
+                self.expect_kw("TIME")
+                self.expect_kw("ZONE")
+        elif word in ("LIST", "ARRAY"):
+            self.parse_type_argument()
+        elif word == "PROPERTY":
+            self.expect_kw("VALUE")
+        elif word == "ANY":
+            if self.accept_kw("NODE", "VERTEX", "RELATIONSHIP", "EDGE", "MAP"):
+                return
+            if self.accept_kw("PROPERTY"):
+                self.expect_kw("VALUE")
+                return
+            if self.accept_kw("VALUE") and not self.at_op("<"):
+                return
+            if self.at_op("<"):
+                self.parse_type_argument()
+        elif self.cypher25 and word == "VECTOR":
+            self.parse_vector_type()
+        else:
+            self.pos -= 1
+            raise self.error("a type name")
+
+    def parse_type_argument(self) -> None:
+        self.expect_op("<")
+        with self.nested():
+            self.parse_type()
+        self.expect_op(">")
+
+    def parse_vector_type(self) -> None:
+        # VECTOR(dim, coordinate) or VECTOR[<coordinate>][(dim)]
+        if self.accept_op("<"):
+            self.parse_vector_coordinate()
+            self.expect_op(">")
+        if self.accept_op("("):
+            self.accept_op("-")
+            if self.peek().kind is not _NUM:
+                raise self.error("a dimension")
             self.advance()
+            if self.accept_op(","):
+                self.parse_vector_coordinate()
+            self.expect_op(")")
+
+    def parse_vector_coordinate(self) -> str:
+        start = self.peek().start
+        if self.at_kw("SIGNED"):
             self.advance()
-        elif self.accept_op("!"):
-            pass
+        if not self.at_kw(*_VECTOR_COORDINATES):
+            raise self.error("a vector coordinate type")
+        self.advance()
+        self.parse_type_nullability()
+        return self.text[start : self.last_end]
 
     def parse_additive(self) -> a.Expr:
         return self.binary_chain(self.parse_multiplicative, _ADDITIVE)
@@ -795,7 +1067,7 @@ class Parser:
                         raise self.error("an index")
                     self.expect_op("]")
                     expr = a.Index(expr.start, self.last_end, expr, lower)
-            elif self.at_op(":"):
+            elif self.at_op(":") and not self.cypher25:
                 labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
                 expr = a.LabelCheck(expr.start, labels.end, expr, labels)
             else:
@@ -845,6 +1117,8 @@ class Parser:
                 return self.parse_quantified()
             if up == "REDUCE" and self.at_op("(", k=1):
                 return self.parse_reduce()
+            if up == "ALLREDUCE" and self.cypher25 and self.at_op("(", k=1):
+                return self.parse_reduce()
             if up in ("SHORTESTPATH", "ALLSHORTESTPATHS") and self.at_op("(", k=1):
                 part = self.parse_pattern_part()
                 return a.PatternPredicate(part.start, part.end, part)
@@ -868,8 +1142,21 @@ class Parser:
         start = self.peek().start
         name = self.parse_dotted_name("a function name")
         self.expect_op("(")
+        lowered = name.lower()
+        args: list[a.Expr]
+        if lowered == "trim":
+            mode, args = self.parse_trim_arguments()
+            self.expect_op(")")
+            return a.FunctionCall(start, self.last_end, name, args, trim_mode=mode)
+        if self.cypher25 and (lowered in _KEYWORD_ARGUMENT_FUNCTIONS or lowered == "property_exists"):
+            args = self.parse_keyword_arguments(lowered)
+            self.expect_op(")")
+            return a.FunctionCall(start, self.last_end, name, args)
         distinct = bool(self.accept_kw("DISTINCT"))
-        args: list[a.Expr] = []
+        # count(ALL x): the set quantifier, spelt out; `all` is a name when no expression follows it.
+        if not distinct and (self.set_quantifier_all() or (self.at_kw("ALL") and self.at_op(")", k=1))):
+            self.advance()
+        args = []
         star = False
         if self.accept_op("*"):
             star = True
@@ -877,6 +1164,45 @@ class Parser:
             args = self.comma_list(self.parse_expr, closer=")")
         self.expect_op(")")
         return a.FunctionCall(start, self.last_end, name, args, distinct, star)
+
+    def parse_trim_arguments(self) -> tuple[str | None, list[a.Expr]]:
+        """``trim([BOTH|LEADING|TRAILING] [chars] FROM source)``, or the arguments of a plain call."""
+        mode: str | None = None
+        if self.at_kw("BOTH", "LEADING", "TRAILING") and (self.at_kw("FROM", k=1) or self.starts_expression(1)):
+            mode = self.advance().upper
+        if self.accept_kw("FROM"):
+            return mode or "BOTH", [self.parse_expr()]
+        if mode is None and self.at_op(")"):
+            return None, []
+        first = self.parse_expr()
+        if self.accept_kw("FROM"):
+            return mode or "BOTH", [first, self.parse_expr()]
+        if mode is not None:
+            raise self.error("FROM")
+        args = [first]
+        while self.accept_op(","):
+            args.append(self.parse_expr())
+        return None, args
+
+    def parse_keyword_arguments(self, name: str) -> list[a.Expr]:
+        if name == "property_exists":
+            subject: a.Expr = self.parse_variable()
+            self.expect_op(",")
+            key = self.expect_name("a property key")
+            return [subject, a.Keyword(key.start, key.end, key.value)]
+        count, what = _KEYWORD_ARGUMENT_FUNCTIONS[name]
+        args = [self.parse_expr()]
+        for _ in range(count - 1):
+            self.expect_op(",")
+            args.append(self.parse_expr())
+        self.expect_op(",")
+        word_start = self.peek().start
+        if name == "vector":
+            self.parse_vector_coordinate()
+        else:
+            self.expect_name(what)
+        word = self.text[word_start : self.last_end]
+        return [*args, a.Keyword(word_start, self.last_end, word)]
 
     def parse_bracket(self) -> a.Expr:
         start = self.expect_op("[").start
@@ -965,15 +1291,81 @@ class Parser:
             whens: list[a.CaseWhen] = []
             while self.at_kw("WHEN"):
                 wstart = self.advance().start
-                cond = self.parse_expr()
+                # With a subject, each WHEN lists operands (values or predicates on the subject).
+                conditions = [self.parse_expr()] if subject is None else self.comma_list(self.parse_case_operand)
                 self.expect_kw("THEN")
                 result = self.parse_expr()
-                whens.append(a.CaseWhen(wstart, result.end, cond, result))
+                whens.append(a.CaseWhen(wstart, result.end, conditions, result))
             if not whens:
                 raise self.error("WHEN")
             default = self.parse_expr() if self.accept_kw("ELSE") else None
             self.expect_kw("END")
         return a.Case(start, self.last_end, subject, whens, default)
+
+    def parse_case_operand(self) -> a.Expr:
+        """One operand of ``CASE x WHEN …``: a value compared for equality, or a predicate on x (partial)."""
+        t = self.peek()
+        start = t.start
+        op: str | None = None
+        right: a.Expr | None = None
+        labels: a.LabelExpression | None = None
+        type_text: str | None = None
+        if self.at_op("=", "<>", "<", ">", "<=", ">="):
+            op = self.advance().value
+            right = self.parse_additive_with_suffix()
+        elif self.at_op("=~"):
+            op = self.advance().value
+            right = self.parse_additive()
+        elif self.at_kw("STARTS", "ENDS") and self.at_kw("WITH", k=1):
+            op = f"{self.advance().upper} WITH"
+            self.advance()
+            right = self.parse_additive()
+        elif self.cypher25 and self.at_kw("IN", "CONTAINS"):
+            op = self.advance().upper
+            right = self.parse_additive()
+        elif self.accept_op("::"):
+            op, type_text = "::", self.parse_type()
+        elif self.cypher25 and self.at_op(":"):
+            op = ":"
+            labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe)
+        elif self.at_kw("IS") and self.is_partial_is():
+            self.advance()
+            negated = " NOT" if self.accept_kw("NOT") else ""
+            if self.accept_kw("NULL"):
+                op = f"IS{negated} NULL"
+            elif self.accept_kw("TYPED") or (self.cypher25 and self.accept_op("::")):
+                op, type_text = f"IS{negated} TYPED", self.parse_type()
+            elif self.at_kw("NORMALIZED") or self.at_kw(*_NORMAL_FORMS):
+                form = self.advance().upper
+                if form != "NORMALIZED":
+                    self.expect_kw("NORMALIZED")
+                op = f"IS{negated} {form} NORMALIZED".replace(" NORMALIZED NORMALIZED", " NORMALIZED")
+            else:  # Cypher 25: IS [NOT] [LABELED] labels
+                self.accept_kw("LABELED")
+                op = f"IS{negated} LABELED"
+                labels = self.parse_label_expression(allow_pipe=not self.no_label_pipe, lead=False)
+        else:
+            return self.parse_expr()
+        return a.PartialPredicate(start, self.last_end, op, right, labels, type_text)
+
+    def is_partial_is(self) -> bool:
+        """After ``WHEN``, does IS begin a predicate on the CASE subject (else it is a name, ``WHEN is``)?"""
+        nxt = self.peek(1)
+        if nxt.kind is _ID and nxt.upper in ("NOT", "NULL", "TYPED", "NORMALIZED", *_NORMAL_FORMS):
+            return True
+        if not self.cypher25:
+            return False  # Cypher 5: `WHEN is :: T` compares with the variable `is`
+        if nxt.kind is _OP:
+            return nxt.value in ("::", "(", "%", "!", "$")
+        return nxt.kind in _NAMES and nxt.upper != "THEN"
+
+    def parse_additive_with_suffix(self) -> a.Expr:
+        """An operand at the precedence of one comparison's side (Neo4j's expression7)."""
+        left = self.parse_additive()
+        if self.at_kw("IS", "IN", "CONTAINS", "STARTS", "ENDS") or self.at_op("=~", "::"):
+            # parse_predicate reads the single suffix Neo4j allows here (and refuses more than it would).
+            return self.parse_predicate_from(left)
+        return left
 
     def parse_subquery_expr(self) -> a.SubqueryExpr:
         t = self.advance()
@@ -1001,7 +1393,9 @@ class Parser:
         return a.Quantified(t.start, self.last_end, _QUANTIFIERS[t.upper], var, source, where)
 
     def parse_reduce(self) -> a.Reduce:
-        start = self.advance().start
+        """``reduce(acc = init, x IN list | step)``; Cypher 25 ``allReduce(…, predicate)`` adds a predicate."""
+        keyword = self.advance()
+        start = keyword.start
         self.expect_op("(")
         acc = self.parse_variable()
         self.expect_op("=")
@@ -1012,8 +1406,12 @@ class Parser:
         source = self.parse_expr()
         self.expect_op("|")
         expr = self.parse_expr()
+        predicate: a.Expr | None = None
+        if keyword.upper == "ALLREDUCE":
+            self.expect_op(",")
+            predicate = self.parse_expr()
         self.expect_op(")")
-        return a.Reduce(start, self.last_end, acc, initial, var, source, expr)
+        return a.Reduce(start, self.last_end, acc, initial, var, source, expr, predicate)
 
 
 def _number(text: str, t: Token) -> int | float:

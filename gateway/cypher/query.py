@@ -46,6 +46,11 @@ class ParsedQuery:
     def statement(self) -> ast.Statement:
         return self.statements[0]
 
+    @property
+    def language(self) -> ast.CypherVersion:
+        """The Cypher version the (first) statement was read as: the one it must run under."""
+        return self.statement.language
+
     def walk(self) -> Iterator[ast.Node]:
         return ast.walk(self.statements)
 
@@ -71,8 +76,43 @@ class ParsedQuery:
         return "".join(out)
 
 
-def parse(text: str, *, limits: Limits) -> ParsedQuery:
-    """Parse ``text`` within ``limits.max_query_chars`` and ``limits.max_nesting_depth``."""
+_UNICODE_SPACE = frozenset(
+    "\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def ascii_whitespace(text: str, tokens: list[Token]) -> str:
+    """``text`` with every Unicode space between tokens (not in a comment) made an ASCII space.
+
+    Neo4j's parser reads them as whitespace, and so does the lexer; Neo4j 2026.x's pre-parser,
+    which reads the ``CYPHER …`` options the runner's version prefix starts, does not:
+    ``CYPHER 5 MATCH<U+00A0>p = (n) …`` is refused as the option ``MATCH p``. One character for
+    one keeps every offset of the tree.
+    """
+    if text.isascii():
+        return text
+    chars = list(text)
+    previous = 0
+    for token in tokens:
+        i = previous
+        while i < token.start:
+            if text.startswith("//", i):
+                i = min((j for j in (text.find("\n", i), text.find("\r", i)) if j != -1), default=token.start)
+            elif text.startswith("/*", i):
+                i = text.find("*/", i) + 2
+            else:
+                if text[i] in _UNICODE_SPACE:
+                    chars[i] = " "
+                i += 1
+        previous = token.end
+    return "".join(chars)
+
+
+def parse(text: str, *, limits: Limits, language: ast.CypherVersion = "5") -> ParsedQuery:
+    """Parse ``text`` within ``limits.max_query_chars`` and ``limits.max_nesting_depth``.
+
+    ``language`` is the Cypher version a statement without a ``CYPHER 5`` / ``CYPHER 25`` prefix is read as.
+    """
     if len(text) > limits.max_query_chars:
         raise CypherTooLarge(
             f"the query is {len(text)} characters long; the limit is {limits.max_query_chars}",
@@ -80,7 +120,8 @@ def parse(text: str, *, limits: Limits) -> ParsedQuery:
             limits.max_query_chars,
         )
     tokens = tokenize(text, max_depth=limits.max_nesting_depth)
-    parser = Parser(text, tokens, max_depth=limits.max_nesting_depth)
+    text = ascii_whitespace(text, tokens)
+    parser = Parser(text, tokens, max_depth=limits.max_nesting_depth, language=language)
     try:
         statements = parser.parse_statements()
     except RecursionError:

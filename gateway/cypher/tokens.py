@@ -1,4 +1,4 @@
-r"""Tokens of Neo4j 5 Cypher, produced by one linear scan.
+r"""Tokens of Neo4j Cypher (5 and 25), produced by one linear scan.
 
 The lexer follows Neo4j's own lexical rules where a guard could be fooled:
 
@@ -17,7 +17,8 @@ The lexer follows Neo4j's own lexical rules where a guard could be fooled:
   CREATE, and ``// \u000a`` ends a comment). Any ``\uXXXX`` that decodes to
   something other than a letter or digit is refused wherever it appears;
 * ``name$x`` is one identifier to Neo4j but a name and a parameter here, so a
-  parameter glued to a preceding name is refused;
+  parameter (or the ``$`` of a dynamic label, ``$(expr)``) glued to a preceding
+  name is refused;
 * anything else (an unknown character, an unterminated string or comment) is a
   :class:`~gateway.cypher.errors.CypherSyntaxError`, so the guard fails closed.
 
@@ -71,7 +72,7 @@ _MASTER = re.compile(
   | (?P<BADQID>`)
   | (?P<PARAM>\$(?:[^\W\d]\w*|\d+|`(?:[^`]|``)*`))
   | (?P<NUM>0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|(?:\d[\d_]*(?:\.\d[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?)
-  | (?P<OP>\.\.|<>|<=|>=|=~|\+=|::|\|\||[-+*/%^=<>()\[\]{},.:;|&!?])
+  | (?P<OP>\.\.|<>|<=|>=|=~|\+=|::|\|\||[-+*/%^=<>()\[\]{},.:;|&!?$])
   | (?P<END>\Z)
   | (?P<ERR>.)
     )
@@ -132,6 +133,8 @@ def tokenize(text: str, *, max_depth: int | None = None) -> list[Token]:
             tokens.append(Token(_ID, value, start, end, value.upper()))
         elif kind == "OP":
             value = m.group(kind)
+            if value == "$" and tokens and tokens[-1].end == start and tokens[-1].kind in (_ID, _NUM):
+                raise CypherSyntaxError("'$' directly after a name; put a space before it", text, start)
             tok = Token(_OP, value, start, end)
             if value in _OPENERS:
                 stack.append(len(tokens))

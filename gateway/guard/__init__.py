@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import catalogue, cypher
-from gateway.cypher import CypherSyntaxError, CypherTooDeep, CypherTooLarge, ParsedQuery
+from gateway.cypher import CypherSyntaxError, CypherTooDeep, CypherTooLarge, CypherUnsupported, ParsedQuery
 from gateway.errors import InvalidInput, QueryRejected
 from gateway.guard.facts import collect_facts
 from gateway.guard.rules import RULE_IDS, RULES, Context, GuardRule
-from gateway.policy import Limits, Policy, ToolName
+from gateway.policy import CypherVersion, Limits, Policy, ToolName
 
 __all__ = [
     "RULES",
@@ -69,10 +69,15 @@ def caller_params(params: object) -> dict[str, Any]:
     return dict(params)
 
 
-def parse_query(text: str, limits: Limits) -> ParsedQuery:
-    """``gateway.cypher.parse`` with its failure as a ``QueryRejected`` carrying the catalogue's rule."""
+def parse_query(text: str, limits: Limits, language: CypherVersion = "5") -> ParsedQuery:
+    """``gateway.cypher.parse`` with its failure as a ``QueryRejected`` carrying the catalogue's rule.
+
+    ``language`` is the policy's ``cypher.default_version``: how a query without a prefix is read.
+    """
     try:
-        return cypher.parse(text, limits=limits)
+        return cypher.parse(text, limits=limits, language=language)
+    except CypherUnsupported as exc:
+        raise catalogue.CYPHER25_UNSUPPORTED.rejected(_sentence(str(exc))) from None
     except CypherTooLarge as exc:
         raise catalogue.INPUT_TOO_LARGE.rejected(_sentence(exc.message)) from None
     except CypherTooDeep as exc:
@@ -104,7 +109,11 @@ def check(query: str | ParsedQuery, params: Mapping[str, Any], tool: ToolName, p
         return Decision.reject(catalogue.TOOL_UNKNOWN, f"unknown tool {tool!r}")
     parsed: ParsedQuery | None = None
     try:
-        parsed = query if isinstance(query, ParsedQuery) else parse_query(query, policy.tool(tool).limits)
+        parsed = (
+            query
+            if isinstance(query, ParsedQuery)
+            else parse_query(query, policy.tool(tool).limits, policy.cypher.default_version)
+        )
         enforce(parsed, caller_params(params), tool, policy)
     except QueryRejected as exc:
         return Decision.refused(exc, parsed)

@@ -38,6 +38,9 @@ class Facts:
     parameters: set[str] = field(default_factory=set)
     labels: set[str] = field(default_factory=set)
     relationship_types: set[str] = field(default_factory=set)
+    # Labels and types computed at run time (``$(expr)``): the rules resolve them from the parameters or refuse.
+    dynamic_labels: list[ast.LabelDynamic] = field(default_factory=list)
+    dynamic_types: list[ast.LabelDynamic] = field(default_factory=list)
     hops: list[Hops] = field(default_factory=list)
 
 
@@ -101,8 +104,21 @@ def _projection(node: ast.Projection, facts: Facts, text: str) -> None:
         facts.clause_kinds.add("LIMIT")
 
 
+def _order_skip_limit(node: ast.OrderBySkipLimit, facts: Facts, text: str) -> None:
+    if node.order_by:
+        facts.clause_kinds.add("ORDER_BY")
+    if node.skip is not None:
+        facts.clause_kinds.add("SKIP")
+    if node.limit is not None:
+        facts.clause_kinds.add("LIMIT")
+
+
 def _union(node: ast.Union, facts: Facts, text: str) -> None:
     facts.clause_kinds.add("UNION")
+
+
+def _dynamic(labels: ast.LabelExpression) -> list[ast.LabelDynamic]:
+    return [n for n in labels.walk() if isinstance(n, ast.LabelDynamic)]
 
 
 def _function(node: ast.FunctionCall, facts: Facts, text: str) -> None:
@@ -116,6 +132,7 @@ def _parameter(node: ast.Parameter, facts: Facts, text: str) -> None:
 def _node_pattern(node: ast.NodePattern, facts: Facts, text: str) -> None:
     if node.labels is not None:
         facts.labels.update(node.labels.names())
+        facts.dynamic_labels.extend(_dynamic(node.labels))
 
 
 def _label_check(node: ast.LabelCheck, facts: Facts, text: str) -> None:
@@ -123,11 +140,14 @@ def _label_check(node: ast.LabelCheck, facts: Facts, text: str) -> None:
     names = node.labels.names()
     facts.labels.update(names)
     facts.relationship_types.update(names)
+    facts.dynamic_labels.extend(_dynamic(node.labels))
+    facts.dynamic_types.extend(_dynamic(node.labels))
 
 
 def _rel_pattern(node: ast.RelPattern, facts: Facts, text: str) -> None:
     if node.types is not None:
         facts.relationship_types.update(node.types.names())
+        facts.dynamic_types.extend(_dynamic(node.types))
     for bound in (node.length, node.quantifier):
         if bound is not None:
             facts.hops.append(Hops(bound.max, text[node.start : node.end]))
@@ -147,6 +167,9 @@ _NOTES: dict[type[ast.Node], Callable[[Any, Facts, str], None]] = {
     ast.With: _with,
     ast.Return: _clause("RETURN"),
     ast.Unwind: _clause("UNWIND"),
+    ast.OrderBySkipLimit: _order_skip_limit,
+    ast.Let: _clause("LET"),
+    ast.Filter: _clause("FILTER"),
     ast.CallSubquery: _call_subquery,
     ast.CallProcedure: _call_procedure,
     ast.Finish: _clause("FINISH"),

@@ -5,18 +5,19 @@ tool policy) that returns ``None`` or a sentence naming the problem. The first
 rule that objects decides. Each is paired with its entry in
 ``gateway.catalogue`` (id and sentence). The first three entries are the parse
 stage's (``gateway.guard.parse_query``): listed here so this tuple is every
-rule the guard answers with, in order.
+rule the guard answers with, in order (cypher25.unsupported is the parse stage's too).
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
 from gateway import catalogue
-from gateway.cypher import ParsedQuery
+from gateway.cypher import ParsedQuery, ast
 from gateway.guard.facts import Facts
 from gateway.policy import Policy, ToolName, ToolPolicy
 
@@ -58,11 +59,20 @@ def _prefix(ctx: Context) -> str | None:
 
 
 def _options(ctx: Context) -> str | None:
+    settings = ctx.policy.cypher
+    versions = ", ".join(sorted(settings.versions, key=int))
     for st in ctx.parsed.statements:
-        if st.cypher_version is not None and st.cypher_version != "5":
-            return f"CYPHER {st.cypher_version} is not supported; only Cypher 5 (or no version prefix) is"
-        if st.options:
-            return f"query options ({', '.join(st.options)}) are not accepted"
+        if st.cypher_version is not None and st.cypher_version not in settings.versions:
+            return f"CYPHER {st.cypher_version} is not accepted; policy {ctx.policy.name!r} accepts Cypher {versions}"
+        if st.cypher_version is None and st.language not in settings.versions:
+            return f"queries are read as Cypher {st.language}, which policy {ctx.policy.name!r} does not accept"
+        for option in st.options:
+            name, _, value = option.partition("=")
+            if not settings.option_allowed(name, value):
+                return (
+                    f"the query option {option} is not on policy {ctx.policy.name!r}'s allow-list "
+                    "(only planner and runtime choices it lists are accepted)"
+                )
     return None
 
 
@@ -99,6 +109,8 @@ _CLAUSE_FACT_TO_POLICY = {
     "CALL_SUBQUERY",
     "CALL_PROCEDURE",
     "FINISH",
+    "LET",
+    "FILTER",
 }
 
 
@@ -155,20 +167,55 @@ def _required(ctx: Context) -> str | None:
     return None
 
 
-def _labels(ctx: Context) -> str | None:
-    denied = {d.lower(): d for d in ctx.tool_policy.denied_labels}
-    for label in sorted(ctx.facts.labels):
-        if label.lower() in denied:
-            return f"label {label} may not be queried with the {ctx.tool} tool"
+def _dynamic_names(ctx: Context, node: ast.LabelDynamic) -> list[str] | None:
+    """The names a dynamic label or type stands for, when the text and the parameters fix them; else None."""
+    expr = ast.unparen(node.expression)
+    value: Any
+    if isinstance(expr, ast.Parameter):
+        if expr.name not in ctx.params:
+            return None
+        value = ctx.params[expr.name]
+    elif isinstance(expr, ast.Literal):
+        value = expr.value
+    elif isinstance(expr, ast.ListLiteral) and all(isinstance(ast.unparen(i), ast.Literal) for i in expr.items):
+        value = [typing.cast(ast.Literal, ast.unparen(i)).value for i in expr.items]
+    else:
+        return None
+    values = value if isinstance(value, list) else [value]
+    return values if all(isinstance(v, str) for v in values) else None
+
+
+def _denied_name(
+    ctx: Context, names: set[str], dynamic: list[ast.LabelDynamic], denied_names: frozenset[str], what: str
+) -> str | None:
+    denied = {d.lower() for d in denied_names}
+    for name in sorted(names):
+        if name.lower() in denied:
+            return f"{what} {name}"
+    if not denied:
+        return None
+    for node in dynamic:
+        resolved = _dynamic_names(ctx, node)
+        if resolved is None:
+            return (
+                f"{what} {ctx.parsed.source(node)}, computed at run time, cannot be checked against the deny-list; "
+                "pass the name as a parameter or write it out"
+            )
+        for name in resolved:
+            if name.lower() in denied:
+                return f"{what} {name} (from {ctx.parsed.source(node)})"
     return None
+
+
+def _labels(ctx: Context) -> str | None:
+    found = _denied_name(ctx, ctx.facts.labels, ctx.facts.dynamic_labels, ctx.tool_policy.denied_labels, "label")
+    return f"{found} may not be queried with the {ctx.tool} tool" if found else None
 
 
 def _rel_types(ctx: Context) -> str | None:
-    denied = {d.lower(): d for d in ctx.tool_policy.denied_relationship_types}
-    for rel in sorted(ctx.facts.relationship_types):
-        if rel.lower() in denied:
-            return f"relationship type {rel} is bookkeeping and may not be queried with the {ctx.tool} tool"
-    return None
+    denied = ctx.tool_policy.denied_relationship_types
+    found = _denied_name(ctx, ctx.facts.relationship_types, ctx.facts.dynamic_types, denied, "relationship type")
+    return f"{found} is bookkeeping and may not be queried with the {ctx.tool} tool" if found else None
 
 
 def _unbounded(ctx: Context) -> str | None:
@@ -199,6 +246,7 @@ RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.INPUT_TOO_LARGE, None),
     GuardRule(catalogue.INPUT_TOO_DEEP, None),
     GuardRule(catalogue.PARSE_FAILED, None),
+    GuardRule(catalogue.CYPHER25_UNSUPPORTED, None),
     GuardRule(catalogue.STATEMENT_MULTIPLE, _multiple_statements),
     GuardRule(catalogue.QUERY_PREFIX, _prefix),
     GuardRule(catalogue.QUERY_OPTION, _options),

@@ -26,6 +26,10 @@ class MnrCaseFailed(Exception):
     """Raised by an item whose case did not pass; carries the runner's message."""
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "neo4j2026: also runs against Neo4j 2026.x")
+
+
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
     if file_path.name.endswith(SUFFIX):
         collector: MnrFile = MnrFile.from_parent(parent, path=file_path)
@@ -49,6 +53,7 @@ class MnrFile(pytest.File):
         for case in suite.cases:
             item: MnrItem = MnrItem.from_parent(self, name=case.id, suite=suite, case=case)
             item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.neo4j2026)  # the suites run on both Neo4j release lines
             yield item
 
 

@@ -23,15 +23,18 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gateway.errors import SetupError
 from gateway.paths import REPO_ROOT, cache_dir
 
+if TYPE_CHECKING:
+    from gateway.ops.neo4j_local import ServerLine
+
 DOCKER_DIR = REPO_ROOT / "docker"
 SANDBOX_PACKAGE = REPO_ROOT / "sandbox"
 IMAGE_PREFIX = "cypher-gateway"
-Variant = Literal["python", "java"]
+Variant = Literal["python", "java", "java21"]
 
 
 class ImageBuildError(SetupError):
@@ -89,9 +92,14 @@ def _neo4j_inputs() -> list[Path]:
     ]
 
 
-def neo4j_image_tag() -> str:
-    digest = _digest([base_image_tag("java").encode(), *_file_parts(_neo4j_inputs())])
-    return f"{IMAGE_PREFIX}/neo4j:{digest}"
+def neo4j_image_tag(line: ServerLine | None = None) -> str:
+    """The tag of the Neo4j image of ``line`` (default: the selected line); each line has its own repository."""
+    from gateway.ops import neo4j_local
+
+    line = line or neo4j_local.line_for()
+    parts = [base_image_tag(line.image_base).encode(), neo4j_local.neo4j_version(line).encode()]
+    digest = _digest([*parts, *_file_parts(_neo4j_inputs())])
+    return f"{IMAGE_PREFIX}/{line.image_repository}:{digest}"
 
 
 # --- docker helpers ----------------------------------------------------------------------------------
@@ -221,21 +229,22 @@ def ensure_sandbox_image() -> str:
     return tag
 
 
-def ensure_neo4j_image() -> str:
+def ensure_neo4j_image(line: ServerLine | None = None) -> str:
     from gateway.ops import neo4j_local
 
-    tag = neo4j_image_tag()
+    line = line or neo4j_local.line_for()
+    tag = neo4j_image_tag(line)
     if image_exists(tag):
         return tag
-    base = ensure_base("java")
-    lib = neo4j_local.fetch_neo4j()
+    base = ensure_base(line.image_base)
+    lib = neo4j_local.fetch_neo4j(line)
     with tempfile.TemporaryDirectory(prefix="cgw-neo4j-ctx-") as tmp:
         context = Path(tmp)
         shutil.copy(DOCKER_DIR / "neo4j" / "Dockerfile", context / "Dockerfile")
         shutil.copy(DOCKER_DIR / "neo4j" / "entrypoint.sh", context / "entrypoint.sh")
         shutil.copytree(lib, context / "lib", ignore=shutil.ignore_patterns(".complete"))
         (context / "neo4j.conf").write_text(
-            neo4j_local.render_conf(listen="0.0.0.0", bolt=7687, http=7474), encoding="utf-8"
+            neo4j_local.render_conf(listen="0.0.0.0", bolt=7687, http=7474, line=line), encoding="utf-8"
         )
         _say(f"building {tag} on {base}")
         _build(tag, context, {"BASE": base})

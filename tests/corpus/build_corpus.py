@@ -25,8 +25,6 @@ relabel = {
     67: ("deny", "pattern.unbounded", "*0.. has no upper bound"),
     35: ("deny", "query.prefix", "the sandbox runs EXPLAIN itself; caller prefixes are refused"),
     36: ("deny", "query.prefix", "PROFILE executes the query and changes the result shape"),
-    37: ("deny", "query.option", "Neo4j 5.26 speaks Cypher 5; CYPHER 25 is refused"),
-    84: ("deny", "parse.failed", "Cypher 25 only (FILTER, LET): the parser does not read Cypher 25 clauses"),
     38: (
         "deny",
         "procedure.not_allowed",
@@ -82,6 +80,8 @@ for d in seed:
     if d["label"] == "READ" and expect == "deny":
         label = "READ-REFUSED-BY-POLICY" if rule not in ("parse.failed",) else "READ-UNSUPPORTED"
     tags = list(d["tags"])
+    if d["query"].upper().startswith("CYPHER 25"):
+        tags.append("cypher25")  # plans only on Neo4j 2026.x
     if expect == "allow" and "apoc." in d["query"]:
         tags.append("requires-apoc")
     add(d["query"], expect, rule, label=label, tags=tags, note=note, origin=f"seed:{d['id']}")
@@ -614,17 +614,135 @@ add(
     label=W,
     tags=["neo4j-4-syntax"],
 )
-add(
-    "MATCH (n) FINISH",
-    "deny",
-    "clause.not_allowed",
-    label="READ-REFUSED-BY-POLICY",
-    tags=["finish"],
-    note="FINISH is not in the default allowed clauses",
-)
+add("MATCH (n) FINISH", "allow", None, label=R, tags=["finish"])
 add("MATCH (n) FINISH", "allow", None, label=R, tags=["finish", "policy-variant"], policy="permissive")
-add("CYPHER runtime=slotted MATCH (n) RETURN n", "deny", "query.option", label="OPTION", tags=["planner-option"])
 add("EXPLAIN CYPHER 5 MATCH (n) RETURN n", "deny", "query.prefix", label="OPTION", tags=["explain"])
+
+# ---------------------------------------------------------------- Cypher 5 families once refused as parse errors
+for q, tags in [
+    ("MATCH (n) ORDER BY n.name LIMIT 3 RETURN n", ["standalone-order-by"]),
+    ("MATCH (n) OFFSET 1 RETURN n", ["standalone-offset"]),
+    ("MATCH (n) SKIP 1 LIMIT 2 WITH n RETURN n.name AS name", ["standalone-skip-limit"]),
+    ("MATCH (n) WITH n FINISH", ["finish"]),
+    ("RETURN 'a' IS NFC NORMALIZED AS x, 'b' IS NOT NORMALIZED AS y", ["is-normalized"]),
+    ("MATCH (n) WHERE n.name IS NOT NFKD NORMALIZED RETURN n", ["is-normalized"]),
+    (
+        "WITH 3 AS v RETURN CASE v WHEN IS NULL THEN 0 WHEN < 0 THEN 1 WHEN 2, 4, 6 THEN 2 WHEN :: INTEGER | FLOAT THEN 3 END AS c",
+        ["extended-case"],
+    ),
+    (
+        "WITH 'a' AS v RETURN CASE v WHEN STARTS WITH 'a' THEN 1 WHEN IS NOT NULL THEN 2 ELSE 3 END AS c",
+        ["extended-case"],
+    ),
+    ("WITH 1 AS is RETURN CASE 'a' WHEN is :: STRING THEN 1 ELSE 0 END AS c", ["extended-case", "keyword-variable"]),
+    ("MATCH (n) RETURN trim(BOTH 'x' FROM n.name) AS a, trim(LEADING FROM ' a') AS b", ["trim-from"]),
+    ("RETURN trim(TRAILING 'x' FROM 'axx') AS t", ["trim-from"]),
+    ("MATCH (n) RETURN count(ALL n) AS c", ["aggregate-all"]),
+    ("WITH 1 AS all RETURN count(all - 1) AS c", ["aggregate-all", "keyword-variable"]),
+    ("RETURN 1 IS :: INTEGER | FLOAT AS a, [1] IS :: LIST<INTEGER NOT NULL> AS b", ["composite-type"]),
+    ("RETURN datetime() IS :: ZONED DATETIME AS a, time() IS :: TIME WITH TIME ZONE AS b", ["multi-word-type"]),
+    ("RETURN 1 IS :: ANY<INTEGER | FLOAT> AS a, 1 IS :: INTEGER NOT NULL LIST AS b", ["composite-type"]),
+    (
+        "MATCH p = SHORTEST 1 (q = (a)-[:KNOWS]-{1,4}(b) WHERE length(q) > 1) RETURN p",
+        ["gql-shortest", "group-variable"],
+    ),
+    ("MATCH ALL SHORTEST (q = (a)-[:KNOWS]-{1,4}(b) WHERE length(q) > 1) RETURN q", ["gql-shortest", "group-variable"]),
+    ("MATCH p = ANY SHORTEST ((a)-[:KNOWS]-{1,4}(b) WHERE a <> b) RETURN p", ["gql-shortest", "group-where"]),
+    ("CYPHER runtime=slotted MATCH (n) RETURN n", ["planner-option"]),
+    ("CYPHER planner=dp connectComponentsPlanner=greedy MATCH (n) RETURN n", ["planner-option"]),
+]:
+    add(q, "allow", label=R, tags=["cypher5-family", *tags])
+add("MATCH (n:$($label)) RETURN n", "allow", label=R, tags=["dynamic-label"], params={"label": "Person"})
+add("MATCH ()-[r:$any($types)]->() RETURN r", "allow", label=R, tags=["dynamic-type"], params={"types": ["KNOWS"]})
+add(
+    "MATCH ()-[r:$($type)]->() RETURN r",
+    "deny",
+    "relationship.denied",
+    label="SCOPE",
+    tags=["dynamic-type", "bookkeeping"],
+    params={"type": "SUPERSEDES"},
+    note="a dynamic type is resolved from its parameter and checked like a written one",
+)
+add(
+    "MATCH (a) MATCH ()-[r:$(a.kind)]->() RETURN r",
+    "deny",
+    "relationship.denied",
+    label="SCOPE",
+    tags=["dynamic-type"],
+    note="a type computed at run time cannot be checked against the deny-list",
+)
+for q, rule, tags in [
+    ("CYPHER debug=tostring MATCH (n) RETURN n", "query.option", ["query-option"]),
+    ("CYPHER replan=force MATCH (n) RETURN n", "query.option", ["query-option"]),
+    ("CYPHER runtime=legacy MATCH (n) RETURN n", "query.option", ["query-option"]),
+    ("CYPHER 4 MATCH (n) RETURN n", "query.option", ["cypher-version"]),
+]:
+    add(q, "deny", rule, label="OPTION", tags=tags)
+
+# ---------------------------------------------------------------- Cypher 25 (plans only on Neo4j 2026.x)
+C25 = ["cypher25"]
+for q, tags, params in [
+    ("CYPHER 25 MATCH (n:Person) LET name = n.name, a = n.age RETURN name, a", ["let"], None),
+    ("CYPHER 25 MATCH (n:Person) FILTER WHERE n.age > 30 RETURN n.name", ["filter"], None),
+    ("CYPHER 25 MATCH (n) FILTER n:$($label) RETURN n", ["filter", "dynamic-label"], {"label": "Person"}),
+    ("CYPHER 25 MATCH (n:Person) RETURN n.name AS name NEXT RETURN count(name) AS c", ["next"], None),
+    ("CYPHER 25 MATCH (n:Person) RETURN n NEXT MATCH (n)-[:KNOWS]->(m) RETURN m.name AS m", ["next"], None),
+    (
+        "CYPHER 25 MATCH (n) RETURN n.a AS a UNION MATCH (n) RETURN n.b AS a NEXT RETURN count(*) AS c",
+        ["next", "union"],
+        None,
+    ),
+    (
+        "CYPHER 25 WHEN $x > 1 THEN MATCH (n:Person) RETURN n.name AS r ELSE MATCH (m:Movie) RETURN m.title AS r",
+        ["when"],
+        {"x": 2},
+    ),
+    (
+        "CYPHER 25 MATCH (n:Person) CALL (n) { WHEN n.age > 30 THEN RETURN 'old' AS k ELSE RETURN 'young' AS k } RETURN n.name, k",
+        ["when", "call"],
+        None,
+    ),
+    ("CYPHER 25 FOR x IN [1, 2, 3] RETURN x", ["for"], None),
+    (
+        "CYPHER 25 MATCH (n) RETURN n IS LABELED Person AS p, n IS NOT LABELED Person AS q, n IS NOT Person AS s",
+        ["is-labeled"],
+        None,
+    ),
+    ("CYPHER 25 MATCH (n) RETURN n:$($label) AS has", ["dynamic-label"], {"label": "Person"}),
+    ("CYPHER 25 MATCH REPEATABLE ELEMENTS p = (a)-[:KNOWS]-{1,3}(b) RETURN p", ["match-mode"], None),
+    ("CYPHER 25 MATCH DIFFERENT RELATIONSHIPS (a)-[:KNOWS]-(b) RETURN a, b", ["match-mode"], None),
+    ("CYPHER 25 MATCH p = ANY SHORTEST TRAIL (a)-[:KNOWS]-{1,3}(b) RETURN p", ["path-mode", "gql-shortest"], None),
+    (
+        "CYPHER 25 WITH 3 AS v RETURN CASE v WHEN IS :: INTEGER THEN 3 WHEN IN [1] THEN 4 END AS c",
+        ["extended-case"],
+        None,
+    ),
+    ("CYPHER 25 RETURN allReduce(acc = 0, x IN [1, 2] | acc + x, acc < 10) AS ok", ["all-reduce"], None),
+    (
+        "CYPHER 25 RETURN coll.sort([3, 1, 2]) AS s, string.join(['a'], ',') AS j, cardinality([1]) AS c",
+        ["functions"],
+        None,
+    ),
+    ("CYPHER 25 MATCH (n) RETURN property_exists(n, name) AS e", ["functions"], None),
+    ("CYPHER 25 RETURN ALL 1 AS x", ["return-all"], None),
+    ("CYPHER 25 RETURN COLLECT { MATCH (n) RETURN n.x AS x NEXT RETURN x } AS xs", ["next", "collect"], None),
+]:
+    add(q, "allow", label=R, tags=[*C25, *tags], params=params)
+for q, rule, tags in [
+    (
+        "CYPHER 25 MATCH (m:Movie) SEARCH m IN (VECTOR INDEX i FOR [1.0] LIMIT 5) RETURN m",
+        "cypher25.unsupported",
+        ["search"],
+    ),
+    ("CYPHER 25 MATCH (n) RETURN n.a AS a, count(*) AS c GROUP BY a", "cypher25.unsupported", ["group-by"]),
+    ("CYPHER 25 MATCH (n) RETURN n NEXT CREATE (m:Pwned)", "write.clause", ["next"]),
+    ("CYPHER 25 WHEN true THEN CREATE (:Pwned) ELSE CREATE (:Pwned)", "write.clause", ["when"]),
+    ("CYPHER 25 FOR x IN [1] CREATE (:Pwned)", "write.clause", ["for"]),
+    ("CYPHER 25 MATCH (n) LET x = 1 SET n.pwned = x", "write.clause", ["let"]),
+    ("CYPHER 25 MATCH (n) CALL (n) { WHEN true THEN SET n.pwned = 1 } RETURN n", "write.clause", ["when", "call"]),
+    ("MATCH (n:Person) LET x = 1 RETURN x", "parse.failed", ["let", "needs-prefix"]),
+]:
+    add(q, "deny", rule, label="CYPHER25", tags=[*C25, *tags])
 
 # Neo4j 5.26 decodes \uXXXX before lexing (its EXPLAIN plans these as writes).
 U = "UNICODE-ESCAPE"

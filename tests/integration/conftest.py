@@ -3,6 +3,11 @@ a warm sandbox pool. Every test below this directory is marked ``integration``.
 
 Nothing here skips. A missing service is set up (Neo4j is started, images are
 built) or the test fails with a message that names what is missing.
+
+The Neo4j release line is ``CYPHER_GATEWAY_NEO4J_VERSION`` (5.26 unless it says 2026).
+``make test`` runs everything on 5.26, then the tests marked ``neo4j2026`` again on 2026.x.
+A test marked ``requires_2026`` (Cypher 25) is also marked ``neo4j2026``; on 5.26 it is
+deselected, and the summary says how many were and why.
 """
 
 from __future__ import annotations
@@ -25,15 +30,41 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 HERE = Path(__file__).resolve().parent
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # before -m selects: requires_2026 implies neo4j2026
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    line = neo4j_local.line_for()
+    kept: list[pytest.Item] = []
+    needs_2026: list[pytest.Item] = []
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.integration)
+        if item.get_closest_marker("requires_2026") is not None:
+            item.add_marker(pytest.mark.neo4j2026)
+            if line.name != "2026":
+                needs_2026.append(item)
+                continue
+        kept.append(item)
+    if needs_2026:
+        config.hook.pytest_deselected(items=needs_2026)
+        items[:] = kept
+        config.stash[_NEEDS_2026] = len(needs_2026)
+
+
+_NEEDS_2026 = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    count = config.stash.get(_NEEDS_2026, 0)
+    if count:
+        terminalreporter.write_line(
+            f"{count} tests need Neo4j 2026.x (Cypher 25) and were deselected on {neo4j_local.line_for().name}; "
+            "`make test` runs them with CYPHER_GATEWAY_NEO4J_VERSION=2026"
+        )
 
 
 @pytest.fixture(scope="session")
 def neo4j_connection() -> Neo4jConnection:
-    """The managed local Neo4j 5.26 (started if it is not running), or NEO4J_URI & co. when set."""
+    """The managed local Neo4j of the selected line (started if not running), or NEO4J_URI & co. when set."""
     try:
         return neo4j_local.connection_from_env(start_managed=True)
     except neo4j_local.Neo4jSetupError as exc:
@@ -83,7 +114,7 @@ def sandbox_image(docker_client: Any) -> str:
 
 @pytest.fixture(scope="session")
 def neo4j_image(docker_client: Any) -> str:
-    """Tag of the local Neo4j image that stands in for neo4j:5.26-community."""
+    """Tag of the local Neo4j image of the selected line (stands in for neo4j:5.26-community / 2026)."""
     return _ensure(images.ensure_neo4j_image, "Neo4j")
 
 

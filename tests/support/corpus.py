@@ -47,3 +47,10 @@ def corpus_policies() -> dict[str, Policy]:
 
 def policy_for(case: CorpusCase) -> Policy:
     return corpus_policies()[case["policy"]]
+
+
+def plans_on_this_server(case: CorpusCase) -> bool:
+    """Cases tagged ``cypher25`` plan only on Neo4j 2026.x; the others on both release lines."""
+    from gateway.ops import neo4j_local
+
+    return "cypher25" not in case["tags"] or neo4j_local.line_for().name == "2026"

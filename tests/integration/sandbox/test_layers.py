@@ -8,9 +8,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from gateway.runner import SandboxRunner, error_for
 from tests.support.graph import count_label, fingerprint
 from tests.support.jobs import make_job
+
+pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
 
 # Recorded from Neo4j 5.26 Community: a write in a READ transaction is refused with this code.
 ACCESS_MODE = "Neo.ClientError.Statement.AccessMode"

@@ -10,11 +10,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from gateway.config import load_settings
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import sandbox_spec
 from tests.integration.sandbox.test_network import _run_probe
 from tests.support.jobs import make_job
+
+pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
 
 
 def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_image: str, docker_client: Any) -> None:

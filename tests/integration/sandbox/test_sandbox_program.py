@@ -21,6 +21,8 @@ from sandbox.serialize import encode
 from sandbox.wire import SandboxResult
 from tests.support.jobs import LIMITS, make_job
 
+pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
+
 
 @pytest.fixture(scope="module")
 def backend(neo4j_connection: Neo4jConnection) -> Iterator[BoltBackend]:

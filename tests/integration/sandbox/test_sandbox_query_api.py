@@ -14,6 +14,8 @@ from gateway.runner import SandboxRunner, remove_leftovers
 from tests.support.graph import count_label, unique_label
 from tests.support.jobs import SettingsFactory, make_job
 
+pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
+
 
 @pytest.fixture(scope="module")
 def query_api_runner(

@@ -26,6 +26,8 @@ from tests.support.env import server_env
 from tests.support.paths import GATEWAY_CLI, REPO
 from tests.support.server import HttpServer, SeededGraph
 
+pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
+
 LIMITS = load_policy().tool("analyze").limits
 
 
