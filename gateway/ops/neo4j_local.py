@@ -1,7 +1,7 @@
 """The managed local Neo4j: fetch from Maven Central, configure, start, stop.
 
 ``cypher-gateway neo4j start|stop|status``. Neo4j 5.26 Community's jars are
-resolved by Maven from ``docker/neo4j/pom.xml`` into a cache shared by every
+resolved by Maven from ``docker/neo4j/pom.xml`` (shipped in the package) into a cache shared by every
 checkout; the server's state (conf, data, logs, password) lives in a state
 directory. Starting is idempotent: a running server is reused.
 
@@ -28,9 +28,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import SetupError
-from gateway.paths import REPO_ROOT, cache_dir, state_dir
+from gateway.paths import cache_dir, resource, state_dir
 
-POM_PATH = REPO_ROOT / "docker" / "neo4j" / "pom.xml"
 DEFAULT_BOLT_PORT = 17687
 DEFAULT_HTTP_PORT = 17474
 USER = "neo4j"
@@ -63,10 +62,16 @@ def _say(message: str) -> None:
     print(f"[neo4j] {message}", file=sys.stderr, flush=True)
 
 
+def pom_path() -> Path:
+    """The Maven pom that names the Neo4j version and its jars: the one place it is looked up."""
+    return resource("docker", "neo4j", "pom.xml")
+
+
 def neo4j_version() -> str:
-    match = re.search(r"<neo4j\.version>([^<]+)</neo4j\.version>", POM_PATH.read_text(encoding="utf-8"))
+    pom = pom_path()
+    match = re.search(r"<neo4j\.version>([^<]+)</neo4j\.version>", pom.read_text(encoding="utf-8"))
     if not match:
-        raise Neo4jSetupError(f"{POM_PATH} does not declare <neo4j.version>")
+        raise Neo4jSetupError(f"{pom} does not declare <neo4j.version>")
     return match.group(1).strip()
 
 
@@ -140,7 +145,7 @@ def fetch_neo4j() -> Path:
     staging.mkdir(parents=True)
     _say(f"fetching Neo4j {neo4j_version()} Community and its dependencies from Maven Central ...")
     command = [
-        "mvn", "-B", "-f", str(POM_PATH), "dependency:copy-dependencies",
+        "mvn", "-B", "-f", str(pom_path()), "dependency:copy-dependencies",
         f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
     ]  # fmt: skip
     started = time.monotonic()
