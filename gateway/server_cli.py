@@ -52,6 +52,7 @@ def _serve(args: argparse.Namespace) -> int:
         _say(f"WARNING: {problem}")
     if composed.problems:
         _say('starting anyway: recall and analyze answer degraded ["<tool>:disabled"] and run nothing')
+        _say("`cypher-gateway doctor` checks each piece and says how to fix what is missing")
     else:
         _say("Neo4j and the sandbox are reachable")
     principal = stdio_principal(settings)

@@ -49,10 +49,21 @@ def network_gateways(client: Any) -> list[str]:
     for network in client.networks.list():
         network.reload()
         for config in (network.attrs.get("IPAM") or {}).get("Config") or []:
-            gateway = config.get("Gateway")
+            gateway = config.get("Gateway") or _first_host(config.get("Subnet"))
             if gateway and gateway not in found:
                 found.append(gateway)
     return found
+
+
+def _first_host(subnet: str | None) -> str | None:
+    # The default bridge may list only its subnet; Docker gives the bridge its first address.
+    if not subnet:
+        return None
+    network = ipaddress.ip_network(subnet, strict=False)
+    if network.version != 4:
+        return None
+    first = next(network.hosts(), None)
+    return str(first) if first is not None else None
 
 
 def doctor_request(settings: RunnerSettings, gateways: list[str]) -> ProbeRequest:

@@ -66,6 +66,7 @@ def test_stdio_starts_degraded_and_says_what_is_missing(tmp_path: Path) -> None:
     stderr = errlog_path.read_text()
     # (the image name when Docker answers, else "the Docker daemon is not reachable")
     assert "Neo4j is not reachable" in stderr and "the sandbox cannot run" in stderr
+    assert "`cypher-gateway doctor`" in stderr  # where to go from here
     assert "irrelevant-pw" not in stderr
 
 
