@@ -13,6 +13,11 @@ request without ``Authorization: Bearer <token>`` or with an unknown token gets
 401 before any body is read; a request whose body exceeds the limit gets 413.
 Token comparison is constant time over *every* entry (no early exit), so timing
 does not tell how many characters or which entry matched.
+
+A guessable token is as good as none: :meth:`TokenTable.weak` names the entries whose
+token is short or repetitive, or whose hash is that of a well-known word (the README's
+example among them), and ``serve`` refuses to start with one unless told otherwise.
+``cypher-gateway tokens new`` makes a strong one.
 """
 
 from __future__ import annotations
@@ -49,6 +54,18 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+# A token is guessable below this many characters, or with fewer distinct ones (a repeated word).
+MIN_TOKEN_CHARS = 24
+MIN_DISTINCT_TOKEN_CHARS = 8
+# Words people put in a first tokens file, and the README's example (the hash of "test"):
+# a hash of any of these is refused like a short token, since a hash table of them is public.
+WELL_KNOWN_TOKENS = (
+    "test", "testing", "password", "passw0rd", "secret", "token", "changeme", "change-me", "admin", "example",
+    "letmein", "qwerty", "12345678", "123456789", "1234567890", "neo4j", "cypher-gateway", "my-token",
+)  # fmt: skip
+WELL_KNOWN_DIGESTS = frozenset(hashlib.sha256(word.encode("utf-8")).digest() for word in WELL_KNOWN_TOKENS)
+
+
 class AuthConfigError(SetupError):
     """The tokens file is missing or invalid; the message names the problem (never a token)."""
 
@@ -73,6 +90,17 @@ class TokenEntry(BaseModel):
         assert self.token is not None
         return hashlib.sha256(self.token.encode("utf-8")).digest()
 
+    def weakness(self) -> str | None:
+        """Why this entry's token could be guessed, or None. Never names the token."""
+        if self.digest() in WELL_KNOWN_DIGESTS:
+            return "its token is a well-known word (a published example)"
+        if self.token is not None:
+            if len(self.token) < MIN_TOKEN_CHARS:
+                return f"its token is shorter than {MIN_TOKEN_CHARS} characters"
+            if len(set(self.token)) < MIN_DISTINCT_TOKEN_CHARS:
+                return f"its token has fewer than {MIN_DISTINCT_TOKEN_CHARS} distinct characters"
+        return None
+
 
 class TokenTable:
     """Bearer token -> principal, compared in constant time."""
@@ -85,14 +113,22 @@ class TokenTable:
         if len(set(digests)) != len(digests):
             raise AuthConfigError("two principals share one token")
         self._entries = [(e.digest(), Principal(name=e.name, scope=e.scope)) for e in entries]
+        self._weak = {e.name: reason for e in entries if (reason := e.weakness()) is not None}
 
     @classmethod
     def load(cls, path: Path | str) -> TokenTable:
         file = Path(path)
         try:
-            raw = tomllib.loads(file.read_text(encoding="utf-8"))
+            text = file.read_text(encoding="utf-8")
         except OSError as exc:
             raise AuthConfigError(f"cannot read tokens file {file}: {exc.strerror or exc}") from exc
+        return cls.parse(text, file)
+
+    @classmethod
+    def parse(cls, text: str, file: Path) -> TokenTable:
+        """The table a tokens file's ``text`` describes; ``file`` only names it in errors."""
+        try:
+            raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise AuthConfigError(f"tokens file {file} is not valid TOML: {exc}") from exc
         items = raw.get("principal", [])
@@ -108,6 +144,10 @@ class TokenTable:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def weak(self) -> dict[str, str]:
+        """Principal name -> why its token could be guessed, for every such entry."""
+        return dict(self._weak)
 
     def authenticate(self, token: str) -> Principal | None:
         presented = hashlib.sha256(token.encode("utf-8")).digest()

@@ -88,9 +88,9 @@ def _start_runner(settings: GatewaySettings) -> tuple[SandboxRunner | None, str 
             raise  # an explicit but incomplete Neo4j configuration is a start-up error
         return None, settings.neo4j_database, [str(exc)]
     problems: list[str] = []
-    unreachable = _unreachable(target.host, target.port)
-    if unreachable:
-        problems.append(unreachable)
+    problem = unreachable(target.host, target.port)
+    if problem:
+        problems.append(problem)
     runner = SandboxRunner(settings_for(settings, target))
     ok, reason = runner.available()
     if not ok:
@@ -98,7 +98,8 @@ def _start_runner(settings: GatewaySettings) -> tuple[SandboxRunner | None, str 
     return runner, target.database, problems
 
 
-def _unreachable(host: str, port: int, timeout: float = 2.0) -> str | None:
+def unreachable(host: str, port: int, timeout: float = 2.0) -> str | None:
+    """Why nothing accepts a TCP connection at host:port, or None when something does."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return None

@@ -15,8 +15,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gateway.errors import SetupError
+from gateway.paths import resource
 
-POLICIES_DIR = Path(__file__).resolve().parent.parent / "policies"
+# The policies shipped in the package: the repository's policies/, built into the wheel.
+POLICIES_DIR = resource("policies")
 DEFAULT_POLICY_PATH = POLICIES_DIR / "default.yaml"
 
 ToolName = Literal["recall", "analyze"]

@@ -52,6 +52,7 @@ def _serve(args: argparse.Namespace) -> int:
         _say(f"WARNING: {problem}")
     if composed.problems:
         _say('starting anyway: recall and analyze answer degraded ["<tool>:disabled"] and run nothing')
+        _say("`cypher-gateway doctor` checks each piece and says how to fix what is missing")
     else:
         _say("Neo4j and the sandbox are reachable")
     principal = stdio_principal(settings)
@@ -80,6 +81,16 @@ def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable |
             "--insecure-no-auth serves anonymously and is meant only for throwaway local tests"
         )
     table = TokenTable.load(settings.tokens_file)
+    weak = table.weak()
+    if weak and not args.insecure_weak_tokens:
+        named = "; ".join(f"principal {name!r}: {reason}" for name, reason in sorted(weak.items()))
+        raise ConfigError(
+            f"tokens file {settings.tokens_file} has guessable tokens ({named}); replace each with "
+            "`cypher-gateway tokens new --principal NAME --scope LAYERS --tokens-file FILE`, or pass "
+            "--insecure-weak-tokens for a throwaway local test"
+        )
+    for name in sorted(weak):
+        _say(f"WARNING: --insecure-weak-tokens: principal {name!r} has a guessable token ({weak[name]})")
     _say(f"HTTP bearer auth on: {len(table)} principal(s) from {settings.tokens_file}")
     return table
 
@@ -158,6 +169,8 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--tokens-file", type=Path, help="TOML file of bearer tokens and their principals")
     serve.add_argument("--insecure-no-auth", action="store_true",
                        help="serve HTTP without authentication (logged loudly; never on a shared host)")  # fmt: skip
+    serve.add_argument("--insecure-weak-tokens", action="store_true",
+                       help="accept guessable tokens (short, repetitive, published; logged loudly)")  # fmt: skip
     serve.set_defaults(handler=_serve)
 
     audit = subparsers.add_parser("audit", help="read the audit log")

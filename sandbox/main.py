@@ -35,7 +35,7 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def _make_backend(config: SandboxConfig) -> Backend:
+def make_backend(config: SandboxConfig) -> Backend:
     if config.transport == "query-api":
         from sandbox.query_api import QueryApiBackend
 
@@ -82,7 +82,7 @@ def main() -> int:
     except (ValidationError, OSError, ValueError) as exc:
         sys.stdout.write(failure("", "internal", f"sandbox misconfigured: {exc}").model_dump_json() + "\n")
         return 2
-    backend = _make_backend(config)
+    backend = make_backend(config)
     backend.warm()
     print(SANDBOX_READY, file=sys.stderr, flush=True)
     line = sys.stdin.buffer.readline(MAX_JOB_LINE + 1)

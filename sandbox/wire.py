@@ -51,6 +51,7 @@ class SandboxEnv(StrEnum):
     NEO4J_PASSWORD_FILE = "CGW_NEO4J_PASSWORD_FILE"  # noqa: S105 (a variable name) -- a mounted secret instead
     DATABASE = "CGW_DATABASE"
     FETCH_SIZE = "CGW_FETCH_SIZE"
+    PROBE = "CGW_PROBE"  # sandbox/probe.py's request (a diagnostic container, never a query's)
 
 
 Truncation = Literal["rows", "bytes"]

@@ -41,7 +41,6 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from gateway import catalogue
 from gateway.errors import SetupError
 from gateway.ops.neo4j_local import Neo4jConnection
-from gateway.paths import REPO_ROOT
 from gateway.policy import load_policy
 
 # An image tag no build ever produces: the runner cannot start a sandbox, as if it were removed.
@@ -211,7 +210,8 @@ Script = Callable[[Client], Awaitable[None]]
 
 def _session(env: dict[str, str], stderr_path: Path, script: Script) -> None:
     command, args = _server_command()
-    params = StdioServerParameters(command=command, args=args, env=env, cwd=str(REPO_ROOT))
+    # The server needs nothing from the current directory: run it in the demo's own.
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=str(stderr_path.parent))
 
     async def main() -> None:
         with stderr_path.open("a", encoding="utf-8") as errlog:

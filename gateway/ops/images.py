@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -23,18 +24,18 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from gateway.errors import SetupError
-from gateway.paths import REPO_ROOT, cache_dir
+from gateway.ops import neo4j_local
+from gateway.paths import cache_dir, resource, sandbox_package
 
-if TYPE_CHECKING:
-    from gateway.ops.neo4j_local import ServerLine
-
-DOCKER_DIR = REPO_ROOT / "docker"
-SANDBOX_PACKAGE = REPO_ROOT / "sandbox"
 IMAGE_PREFIX = "cypher-gateway"
 Variant = Literal["python", "java", "java21"]
+# An image input: the name it is hashed under, and where it is read from. The name is the
+# file's path in the repository, so a checkout and an installed wheel of the same sources
+# compute the same tags (an image built from either is current for both).
+Input = tuple[str, Path]
 
 
 class ImageBuildError(SetupError):
@@ -52,13 +53,19 @@ def _digest(parts: Iterable[bytes]) -> str:
     return h.hexdigest()[:12]
 
 
-def _files(root: Path, pattern: str) -> list[Path]:
-    return sorted(p for p in root.rglob(pattern) if "__pycache__" not in p.parts)
+def _docker_file(*parts: str) -> Input:
+    return "/".join(("docker", *parts)), resource("docker", *parts)
 
 
-def _file_parts(paths: Iterable[Path]) -> Iterable[bytes]:
-    for path in paths:
-        yield str(path.relative_to(REPO_ROOT)).encode()
+def _sandbox_sources() -> list[Input]:
+    root = sandbox_package()
+    paths = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    return [("sandbox/" + p.relative_to(root).as_posix(), p) for p in paths]
+
+
+def _file_parts(inputs: Iterable[Input]) -> Iterable[bytes]:
+    for name, path in inputs:
+        yield name.encode()
         yield path.read_bytes()
 
 
@@ -66,16 +73,12 @@ def _file_parts(paths: Iterable[Path]) -> Iterable[bytes]:
 
 
 def base_image_tag(variant: Variant) -> str:
-    digest = _digest([variant.encode(), *_file_parts([DOCKER_DIR / "base" / "rootfs.sh"])])
+    digest = _digest([variant.encode(), *_file_parts([_docker_file("base", "rootfs.sh")])])
     return f"{IMAGE_PREFIX}/base-{variant}:{digest}"
 
 
-def _sandbox_inputs() -> list[Path]:
-    return [
-        DOCKER_DIR / "sandbox" / "Dockerfile",
-        DOCKER_DIR / "sandbox" / "requirements.txt",
-        *_files(SANDBOX_PACKAGE, "*.py"),
-    ]
+def _sandbox_inputs() -> list[Input]:
+    return [_docker_file("sandbox", "Dockerfile"), _docker_file("sandbox", "requirements.txt"), *_sandbox_sources()]
 
 
 def sandbox_image_tag() -> str:
@@ -83,16 +86,17 @@ def sandbox_image_tag() -> str:
     return f"{IMAGE_PREFIX}/sandbox:{digest}"
 
 
-def _neo4j_inputs() -> list[Path]:
+def _neo4j_inputs() -> list[Input]:
     return [
-        DOCKER_DIR / "neo4j" / "Dockerfile",
-        DOCKER_DIR / "neo4j" / "entrypoint.sh",
-        DOCKER_DIR / "neo4j" / "pom.xml",
-        REPO_ROOT / "gateway" / "ops" / "neo4j_local.py",  # render_conf() writes the image's neo4j.conf
+        _docker_file("neo4j", "Dockerfile"),
+        _docker_file("neo4j", "entrypoint.sh"),
+        ("docker/neo4j/pom.xml", neo4j_local.pom_path()),
+        # render_conf() writes the image's neo4j.conf
+        ("gateway/ops/neo4j_local.py", Path(neo4j_local.__file__)),
     ]
 
 
-def neo4j_image_tag(line: ServerLine | None = None) -> str:
+def neo4j_image_tag(line: neo4j_local.ServerLine | None = None) -> str:
     """The tag of the Neo4j image of ``line`` (default: the selected line); each line has its own repository."""
     from gateway.ops import neo4j_local
 
@@ -186,7 +190,8 @@ def ensure_base(variant: Variant) -> str:
     tarball = cache_dir() / "rootfs" / f"{tag.split('/')[-1].replace(':', '-')}.tar"
     tarball.parent.mkdir(parents=True, exist_ok=True)
     if not tarball.exists():
-        result = subprocess.run(["bash", str(DOCKER_DIR / "base" / "rootfs.sh"), variant, str(tarball)], check=False)
+        result = subprocess.run(["bash", str(resource("docker", "base", "rootfs.sh")), variant, str(tarball)],
+                                check=False)  # fmt: skip
         if result.returncode != 0:
             raise ImageBuildError(f"debootstrap of the {variant} base failed (see the output above)")
     _say(f"docker import {tarball.name} as {tag}")
@@ -194,15 +199,29 @@ def ensure_base(variant: Variant) -> str:
     return tag
 
 
+def _pip() -> list[str]:
+    """A pip to download with: this interpreter's, else one on PATH (a uv tool environment has none)."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    for name in ("pip3", "pip"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    raise ImageBuildError(
+        "downloading the sandbox's wheels needs pip, and this environment has none: "
+        "install pip (Debian: apt-get install python3-pip), or install cypher-gateway with pipx or pip"
+    )
+
+
 def _wheelhouse() -> Path:
-    requirements = DOCKER_DIR / "sandbox" / "requirements.txt"
+    requirements = resource("docker", "sandbox", "requirements.txt")
     target = cache_dir() / f"wheelhouse-{_digest([requirements.read_bytes()])}"
     if (target / ".complete").exists():
         return target
     _say("downloading the sandbox's wheels (neo4j, httpx, pydantic) from PyPI ...")
     shutil.rmtree(target, ignore_errors=True)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version", "3.11",
+        [*_pip(), "download", "-q", "--only-binary=:all:", "--python-version", "3.11",
          "--implementation", "cp", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
          "-d", str(target), "-r", str(requirements)],
         capture_output=True, text=True, check=False,
@@ -220,18 +239,16 @@ def ensure_sandbox_image() -> str:
     base = ensure_base("python")
     with tempfile.TemporaryDirectory(prefix="cgw-sandbox-ctx-") as tmp:
         context = Path(tmp)
-        shutil.copy(DOCKER_DIR / "sandbox" / "Dockerfile", context / "Dockerfile")
-        shutil.copy(DOCKER_DIR / "sandbox" / "requirements.txt", context / "requirements.txt")
+        shutil.copy(resource("docker", "sandbox", "Dockerfile"), context / "Dockerfile")
+        shutil.copy(resource("docker", "sandbox", "requirements.txt"), context / "requirements.txt")
         shutil.copytree(_wheelhouse(), context / "wheels", ignore=shutil.ignore_patterns(".complete"))
-        shutil.copytree(SANDBOX_PACKAGE, context / "sandbox", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(sandbox_package(), context / "sandbox", ignore=shutil.ignore_patterns("__pycache__"))
         _say(f"building {tag} on {base}")
         _build(tag, context, {"BASE": base})
     return tag
 
 
-def ensure_neo4j_image(line: ServerLine | None = None) -> str:
-    from gateway.ops import neo4j_local
-
+def ensure_neo4j_image(line: neo4j_local.ServerLine | None = None) -> str:
     line = line or neo4j_local.line_for()
     tag = neo4j_image_tag(line)
     if image_exists(tag):
@@ -240,8 +257,10 @@ def ensure_neo4j_image(line: ServerLine | None = None) -> str:
     lib = neo4j_local.fetch_neo4j(line)
     with tempfile.TemporaryDirectory(prefix="cgw-neo4j-ctx-") as tmp:
         context = Path(tmp)
-        shutil.copy(DOCKER_DIR / "neo4j" / "Dockerfile", context / "Dockerfile")
-        shutil.copy(DOCKER_DIR / "neo4j" / "entrypoint.sh", context / "entrypoint.sh")
+        shutil.copy(resource("docker", "neo4j", "Dockerfile"), context / "Dockerfile")
+        shutil.copy(resource("docker", "neo4j", "entrypoint.sh"), context / "entrypoint.sh")
+        # The image's ENTRYPOINT: executable whatever mode the installer gave the shipped copy.
+        (context / "entrypoint.sh").chmod(0o755)
         shutil.copytree(lib, context / "lib", ignore=shutil.ignore_patterns(".complete"))
         (context / "neo4j.conf").write_text(
             neo4j_local.render_conf(listen="0.0.0.0", bolt=7687, http=7474, line=line), encoding="utf-8"

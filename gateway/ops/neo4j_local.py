@@ -3,7 +3,7 @@
 ``cypher-gateway neo4j start|stop|status [--version 5.26|2026]``. Two release
 lines can run side by side (:data:`LINES`): 5.26 LTS, the default, and 2026.x
 (``CYPHER_GATEWAY_NEO4J_VERSION=2026`` or ``--version 2026``). Each line's jars
-are resolved by Maven from ``docker/neo4j/pom.xml`` (one version property per
+are resolved by Maven from ``docker/neo4j/pom.xml`` (shipped in the package) (one version property per
 line) into a cache shared by every checkout; each line has its own state
 directory (conf, data, logs, password), its own ports and its own Java (5.26
 runs on Java 17 or 21, 2026.x needs 21 or newer). Starting is idempotent: a
@@ -33,9 +33,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import SetupError
-from gateway.paths import REPO_ROOT, cache_dir, state_dir
+from gateway.paths import cache_dir, resource, state_dir
 
-POM_PATH = REPO_ROOT / "docker" / "neo4j" / "pom.xml"
 DEFAULT_BOLT_PORT = 17687
 DEFAULT_HTTP_PORT = 17474
 USER = "neo4j"
@@ -131,12 +130,18 @@ def line_for(name: str | None = None) -> ServerLine:
     return LINES[key]
 
 
+def pom_path() -> Path:
+    """The Maven pom that names the Neo4j versions and their jars: the one place they are looked up."""
+    return resource("docker", "neo4j", "pom.xml")
+
+
 def neo4j_version(line: ServerLine | None = None) -> str:
     line = line or line_for()
+    pom = pom_path()
     prop = re.escape(line.pom_property)
-    match = re.search(rf"<{prop}>([^<]+)</{prop}>", POM_PATH.read_text(encoding="utf-8"))
+    match = re.search(rf"<{prop}>([^<]+)</{prop}>", pom.read_text(encoding="utf-8"))
     if not match:
-        raise Neo4jSetupError(f"{POM_PATH} does not declare <{line.pom_property}>")
+        raise Neo4jSetupError(f"{pom} does not declare <{line.pom_property}>")
     return match.group(1).strip()
 
 
@@ -217,7 +222,7 @@ def fetch_neo4j(line: ServerLine | None = None) -> Path:
     staging.mkdir(parents=True)
     _say(f"fetching Neo4j {version} Community and its dependencies from Maven Central ...")
     command = [
-        "mvn", "-B", "-f", str(POM_PATH), "dependency:copy-dependencies", f"-Dneo4j.version={version}",
+        "mvn", "-B", "-f", str(pom_path()), "dependency:copy-dependencies", f"-Dneo4j.version={version}",
         f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
     ]  # fmt: skip
     started = time.monotonic()

@@ -28,7 +28,7 @@ from docker.client import DockerClient
 
 from gateway.catalogue import SANDBOX_EXPLAIN
 from gateway.errors import GatewayError, Neo4jRefused, QueryTimeout, SandboxUnavailable
-from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed
+from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed, sandbox_spec
 from gateway.runner.forwarder import Forwarder
 from gateway.runner.jobs import job_for
 from gateway.runner.pool import WarmContainer, WarmPool
@@ -246,6 +246,12 @@ class SandboxRunner:
 
     def forwarder_container_id(self) -> str | None:
         return str(self._forwarder.container.id) if self._forwarder and self._forwarder.container else None
+
+    def sandbox_spec(self) -> dict[str, Any]:
+        """The spec the pool starts every sandbox with: a diagnostic probe runs in the same box."""
+        self._ensure_started()
+        assert self._forwarder is not None
+        return sandbox_spec(self.settings, self._forwarder.volume_name, self.runner_id)
 
 
 def _close_quietly(ref: weakref.ReferenceType[SandboxRunner]) -> None:

@@ -43,12 +43,14 @@ def _listens(port: int) -> bool:
         return False
 
 
-def start_http_server(env: dict[str, str], args: list[str], log_path: Path, port: int) -> subprocess.Popen[bytes]:
-    """``serve --transport http`` on ``port``, once it accepts connections."""
+def start_http_server(
+    env: dict[str, str], args: list[str], log_path: Path, port: int, *, cli: str = GATEWAY_CLI, cwd: Path = REPO
+) -> subprocess.Popen[bytes]:
+    """``serve --transport http`` on ``port`` (the ``cli`` given, else the checkout's), once it accepts connections."""
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [GATEWAY_CLI, "serve", "--transport", "http", "--port", str(port), *args],
-            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+            [cli, "serve", "--transport", "http", "--port", str(port), *args],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
         )  # fmt: skip
 
     def up() -> bool:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from gateway.ops.neo4j_local import Neo4jConnection
-from gateway.paths import REPO_ROOT
 from tests.support.env import clean_env, neo4j_env
+from tests.support.paths import REPO
 from tests.support.ports import free_port
 
 
@@ -22,7 +22,7 @@ def _section(report: str, title: str) -> str:
 def _demo(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gateway.ops.demo", *args],
-        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False,
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
 
 

@@ -1,16 +1,15 @@
 """Reachability from inside a real sandbox container: exactly one host:port, nothing else.
 
-The probe runs with the sandbox's own container spec (``--network none``, the
-socket volume read-only, every hardening option). Each forbidden target is
-first shown to be live from an ordinary container (a positive control), so a
-"blocked" verdict means the sandbox's design blocked it, not that nothing
-was listening.
+The probe (``sandbox/probe.py``, the one ``cypher-gateway doctor`` runs) starts with the
+sandbox's own container spec (``--network none``, the socket volume read-only, every
+hardening option). Each forbidden target is first shown to be live from an ordinary
+container (a positive control), so a "blocked" verdict means the sandbox's design
+blocked it, not that nothing was listening.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import subprocess
 import threading
@@ -20,49 +19,10 @@ from typing import Any
 
 import pytest
 
+from gateway.ops.egress import network_gateways, run_probe
 from gateway.runner import SandboxRunner
-from gateway.runner.docker_io import sandbox_spec
+from sandbox.probe import ProbeReport, ProbeRequest
 from sandbox.wire import SOCKET_DIR, SOCKET_PATH
-
-PROBE = r"""
-import json, os, socket, sys
-targets = json.loads(os.environ["PROBE_TARGETS"])
-out = {"tcp": {}, "dns": {}, "fs": {}}
-for host, port in targets:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(2.0)
-    try:
-        s.connect((host, port))
-        out["tcp"][f"{host}:{port}"] = "connected"
-    except OSError as exc:
-        out["tcp"][f"{host}:{port}"] = f"blocked: {type(exc).__name__}: {exc}"
-    finally:
-        s.close()
-for name in (("example.com", "neo4j", "host.docker.internal", "pypi.org") if os.environ.get("PROBE_SOCKET") else ()):
-    try:
-        out["dns"][name] = "resolved: " + str(socket.getaddrinfo(name, 443)[0][4])
-    except OSError as exc:
-        out["dns"][name] = f"failed: {exc}"
-out["interfaces"] = sorted(n for _, n in socket.if_nameindex())
-if os.environ.get("PROBE_SOCKET"):
-    path = os.environ["PROBE_SOCKET"]
-    for what, action in (("create", lambda: open(os.path.join(os.path.dirname(path), "x"), "w")),
-                         ("unlink", lambda: os.unlink(path))):
-        try:
-            action(); out["fs"][what] = "allowed"
-        except OSError as exc:
-            out["fs"][what] = f"denied: {exc.strerror}"
-    # The allowed path: Bolt through the in-sandbox shim to the forwarder's socket.
-    sys.path.insert(0, "/opt/sandbox")
-    from sandbox.shim import Shim
-    import neo4j
-    shim = Shim(path)
-    with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{shim.port}",
-                                    auth=(os.environ["CGW_NEO4J_USER"], os.environ["CGW_NEO4J_PASSWORD"])) as d:
-        with d.session(default_access_mode=neo4j.READ_ACCESS) as s:
-            out["bolt_via_socket"] = s.run("RETURN 41 + 1 AS x").single()["x"]
-print(json.dumps(out))
-"""
 
 LISTENER = (
     "import socket\n"
@@ -72,23 +32,14 @@ LISTENER = (
 )
 
 
-def _run_probe(
-    docker_client: Any, spec: dict[str, Any], targets: list[tuple[str, int]], with_socket: bool
-) -> dict[str, Any]:
-    spec = {**spec, "entrypoint": ["python3", "-c", PROBE], "stdin_open": False, "detach": True}
-    spec["environment"] = {**spec.get("environment", {}), "PROBE_TARGETS": json.dumps(targets)}
-    if with_socket:
-        spec["environment"]["PROBE_SOCKET"] = SOCKET_PATH
-    spec["log_config"] = {"Type": "json-file", "Config": {}}
-    spec["labels"] = {**spec.get("labels", {}), "cypher-gateway.test": "network-probe"}
-    container = docker_client.containers.run(**spec)
-    try:
-        status = container.wait(timeout=120)
-        logs = container.logs(stdout=True, stderr=True).decode()
-        assert status["StatusCode"] == 0, f"the probe failed: {logs[-2000:]}"
-        return dict(json.loads(container.logs(stdout=True, stderr=False).decode().strip().splitlines()[-1]))
-    finally:
-        container.remove(force=True)
+def _probe(docker_client: Any, spec: dict[str, Any], targets: list[tuple[str, int]], in_sandbox: bool) -> ProbeReport:
+    """The product's probe; in the sandbox also DNS, the socket volume and the one allowed query."""
+    spec = {**spec, "labels": {**spec.get("labels", {}), "cypher-gateway.test": "network-probe"}}
+    if not in_sandbox:
+        return run_probe(docker_client, spec, ProbeRequest(targets=targets))
+    request = ProbeRequest(targets=targets, names=["example.com", "neo4j", "host.docker.internal", "pypi.org"],
+                           socket_path=SOCKET_PATH, query=True)  # fmt: skip
+    return run_probe(docker_client, spec, request)
 
 
 @pytest.fixture(scope="module")
@@ -134,16 +85,6 @@ def other_container(docker_client: Any, sandbox_image: str) -> Iterator[str]:
         container.remove(force=True)
 
 
-def _gateways(docker_client: Any) -> list[str]:
-    found = []
-    for network in docker_client.networks.list():
-        network.reload()
-        for cfg in (network.attrs.get("IPAM") or {}).get("Config") or []:
-            if cfg.get("Gateway"):
-                found.append(cfg["Gateway"])
-    return found
-
-
 def _host_addresses() -> list[str]:
     """Every IPv4 address of the host's interfaces (docker0 and other bridges included)."""
     addresses: set[str] = set()
@@ -166,8 +107,7 @@ def test_the_sandbox_reaches_only_the_neo4j_port(
     other_container: str,
 ) -> None:  # fmt: skip
     settings = sandbox_runner.settings
-    volume = f"cgw-sock-{sandbox_runner.runner_id}"
-    gateways = _gateways(docker_client)
+    gateways = network_gateways(docker_client)
     host_addresses = _host_addresses()
     assert "172.17.0.1" in host_addresses, f"expected docker0's address among {host_addresses}"
     forbidden = [
@@ -184,22 +124,23 @@ def test_the_sandbox_reaches_only_the_neo4j_port(
     # through the gateway, and one on the bridge reaches the other container.
     internal_gw = internal_network.attrs["IPAM"]["Config"][0]["Gateway"]
     control_spec = {"image": settings.image, "network": internal_network.name, "user": "10001:10001"}
-    control = _run_probe(docker_client, control_spec, [(internal_gw, host_listener)], with_socket=False)
-    assert control["tcp"][f"{internal_gw}:{host_listener}"] == "connected", control
+    control = _probe(docker_client, control_spec, [(internal_gw, host_listener)], in_sandbox=False)
+    assert control.tcp[f"{internal_gw}:{host_listener}"] == "connected", control
     bridge_spec = {"image": settings.image, "network_mode": "bridge", "user": "10001:10001"}
-    control = _run_probe(docker_client, bridge_spec, [(other_container, 8080), ("172.17.0.1", host_listener)], False)
-    assert control["tcp"][f"{other_container}:8080"] == "connected", control
-    assert control["tcp"][f"172.17.0.1:{host_listener}"] == "connected", control
+    control = _probe(docker_client, bridge_spec, [(other_container, 8080), ("172.17.0.1", host_listener)], False)
+    assert control.tcp[f"{other_container}:8080"] == "connected", control
+    assert control.tcp[f"172.17.0.1:{host_listener}"] == "connected", control
+    assert control.breaches(), "an ordinary container is not a sandbox: the probe must say so"
 
     # The sandbox itself, started exactly as the pool starts it.
-    spec = sandbox_spec(settings, volume, sandbox_runner.runner_id)
-    result = _run_probe(docker_client, spec, [*forbidden, (internal_gw, host_listener)], with_socket=True)
-    assert result["bolt_via_socket"] == 42, "the one allowed path (Bolt through the socket) must work"
-    leaks = {target: verdict for target, verdict in result["tcp"].items() if verdict == "connected"}
+    result = _probe(docker_client, sandbox_runner.sandbox_spec(), [*forbidden, (internal_gw, host_listener)], True)
+    assert result.answer == 42, f"the one allowed path (a query through the socket) must work: {result.query_error}"
+    leaks = {target: verdict for target, verdict in result.tcp.items() if verdict == "connected"}
     assert not leaks, f"the sandbox reached: {leaks}"
-    assert all(v.startswith("failed") for v in result["dns"].values()), result["dns"]
-    assert result["interfaces"] == ["lo"], "the sandbox must have no network interface but loopback"
-    assert result["fs"]["create"].startswith("denied") and result["fs"]["unlink"].startswith("denied"), result["fs"]
+    assert all(v.startswith("failed") for v in result.dns.values()), result.dns
+    assert result.interfaces == ["lo"], "the sandbox must have no network interface but loopback"
+    assert result.fs["create"].startswith("denied") and result.fs["unlink"].startswith("denied"), result.fs
+    assert result.breaches() == []
 
 
 def test_the_forwarder_targets_only_the_configured_endpoint(sandbox_runner: SandboxRunner, docker_client: Any) -> None:

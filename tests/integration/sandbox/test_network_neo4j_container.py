@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from gateway.config import load_settings
+from gateway.ops.egress import run_probe
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
-from gateway.runner.docker_io import sandbox_spec
-from tests.integration.sandbox.test_network import _run_probe
+from sandbox.probe import ProbeRequest
+from sandbox.wire import SOCKET_PATH
 from tests.support.jobs import make_job
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
@@ -45,11 +46,13 @@ def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_ima
                 ip = neo4j_container.get_wrapped_container().attrs["NetworkSettings"]["Networks"][network.name][
                     "IPAddress"
                 ]
-                spec = sandbox_spec(settings, f"cgw-sock-{runner.runner_id}", runner.runner_id)
-                probe = _run_probe(docker_client, spec, [(ip, 7474), (ip, 7687)], with_socket=True)
-                assert probe["bolt_via_socket"] == 42
-                assert all(v.startswith("blocked") for v in probe["tcp"].values()), probe["tcp"]
-                assert probe["dns"]["neo4j"].startswith("failed"), probe["dns"]
+                request = ProbeRequest(targets=[(ip, 7474), (ip, 7687)], names=["neo4j"], socket_path=SOCKET_PATH,
+                                       query=True)  # fmt: skip
+                probe = run_probe(docker_client, runner.sandbox_spec(), request)
+                assert probe.answer == 42, probe.query_error
+                assert all(v.startswith("blocked") for v in probe.tcp.values()), probe.tcp
+                assert probe.dns["neo4j"].startswith("failed"), probe.dns
+                assert probe.breaches() == []
             finally:
                 runner.close()
                 assert remove_leftovers(docker_client, runner.runner_id) == 0

@@ -3,17 +3,20 @@ a missing Neo4j or sandbox is reported on stderr but the server still starts (de
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.support.env import clean_env
 from tests.support.paths import GATEWAY_CLI, REPO
 from tests.support.ports import free_port
+from tests.support.server import start_http_server, stop
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -63,4 +66,27 @@ def test_stdio_starts_degraded_and_says_what_is_missing(tmp_path: Path) -> None:
     stderr = errlog_path.read_text()
     # (the image name when Docker answers, else "the Docker daemon is not reachable")
     assert "Neo4j is not reachable" in stderr and "the sandbox cannot run" in stderr
+    assert "`cypher-gateway doctor`" in stderr  # where to go from here
     assert "irrelevant-pw" not in stderr
+
+
+def test_http_refuses_guessable_tokens_unless_told_otherwise(tmp_path: Path) -> None:
+    # The README's example hash (of "test"), copied as is: the classic first tokens file.
+    readme_example = hashlib.sha256(b"test").hexdigest()
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[[principal]]\nname = "copied-from-readme"\nscope = []\ntoken_sha256 = "{readme_example}"\n')
+    done = _serve(tmp_path, "--transport", "http", "--port", str(free_port()), "--tokens-file", str(tokens))
+    assert done.returncode == 2, done.stderr
+    assert "guessable" in done.stderr and "copied-from-readme" in done.stderr and "tokens new" in done.stderr
+
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    process = start_http_server(_env(tmp_path), ["--tokens-file", str(tokens), "--insecure-weak-tokens"], log_path,
+                                port)  # fmt: skip
+    try:
+        answer = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={"authorization": "Bearer test"})
+    finally:
+        stop(process)
+    # Accepted on request, loudly; and the guessable token really opens the door.
+    assert "WARNING: --insecure-weak-tokens" in log_path.read_text()
+    assert answer.status_code != 401
