@@ -109,7 +109,7 @@ PATTERN_TOO_MANY_HOPS = Rule(
 # --- the scope rewrite -----------------------------------------------------------------------
 SCOPE_UNSUPPORTED = Rule(
     "scope.unsupported",
-    "A query the scope rewrite cannot confine to the caller's layers is refused: element-returning procedures, "
+    "A query the scope rewrite cannot confine to the caller's layers is refused: procedure calls, "
     "functions off its list, GQL path selectors, names in the gateway's namespace, conditions that could fail "
     "on a hidden element, and any pattern that did not receive its visibility predicate.",
     "scope",

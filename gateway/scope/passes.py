@@ -40,11 +40,6 @@ from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
 
-# Procedures that return names (labels, types, keys), never elements or counts.
-# They reveal that a label exists somewhere, not which element carries it;
-# SECURITY.md (layer 2) states this limit.
-NAME_ONLY_PROCEDURES: frozenset[str] = frozenset({"db.labels", "db.relationshiptypes", "db.propertykeys"})
-
 # Built-in functions that compute on the values they are given and never fetch
 # an element by id, count relationships, or read the graph on their own.
 # startNode/endNode are here on purpose: every relationship a scoped query can
@@ -241,11 +236,13 @@ def refuse_reserved_names(ctx: Context) -> None:
 def refuse_unscopable(ctx: Context) -> None:
     """Constructs that reach elements without a pattern the rewrite can scope."""
     for node in ctx.parsed.walk():
-        if isinstance(node, ast.CallProcedure) and node.name.lower() not in NAME_ONLY_PROCEDURES:
+        if isinstance(node, ast.CallProcedure):
+            # No procedure answers from the caller's layers only: db.labels() & co. list names
+            # that only hidden elements carry, and index procedures rank hidden elements too
+            # (filtering their results afterwards would still leak through the top-k).
             raise SCOPE_UNSUPPORTED.rejected(
-                f"the procedure {node.name} returns elements or counts that no pattern scopes "
-                "(index procedures such as db.index.fulltext.queryNodes rank hidden elements too: "
-                "filtering their results afterwards would still leak through the top-k); use MATCH"
+                f"the procedure {node.name} answers from the whole database, not from the caller's layers; "
+                "use MATCH (and the schema tool for the labels, types and keys you can see)"
             )
         if isinstance(node, ast.FunctionCall) and not function_is_safe(node.name):
             raise SCOPE_UNSUPPORTED.rejected(

@@ -102,9 +102,13 @@ def test_the_scope_parameter_and_property_come_from_the_policy() -> None:
     "attack, why",
     [
         # Index procedures rank hidden elements too and ignore label filters.
-        ("CALL db.index.fulltext.queryNodes('facts', 'vault') YIELD node RETURN node", "index procedures"),
-        ("CALL db.index.vector.queryNodes('emb', 5, [0.1, 0.2]) YIELD node RETURN node", "index procedures"),
-        ("CALL db.schema.visualization()", "procedure"),
+        ("CALL db.index.fulltext.queryNodes('facts', 'vault') YIELD node RETURN node", "whole database"),
+        ("CALL db.index.vector.queryNodes('emb', 5, [0.1, 0.2]) YIELD node RETURN node", "whole database"),
+        ("CALL db.schema.visualization()", "whole database"),
+        # Schema procedures name labels, types and keys that only hidden elements carry.
+        ("CALL db.labels() YIELD label RETURN label", "schema tool"),
+        ("CALL db.relationshipTypes", "schema tool"),
+        ("MATCH (n) CALL { CALL db.propertyKeys() YIELD propertyKey RETURN propertyKey } RETURN n", "schema tool"),
         # Functions that fetch elements by id or count relationships bypass every pattern.
         ("MATCH (a) RETURN apoc.node.degree(a)", "apoc.node.degree"),
         ("RETURN apoc.nodes.get([1, 2, 3])", "apoc.nodes.get"),
@@ -132,8 +136,7 @@ def test_a_query_referencing_the_reserved_scope_parameter_is_refused() -> None:
         assert decision.rule is not None
 
 
-def test_schema_name_procedures_pass_and_start_end_node_are_allowed() -> None:
-    assert rewritten("CALL db.labels() YIELD label RETURN label") == "CALL db.labels() YIELD label RETURN label"
+def test_start_and_end_node_are_allowed() -> None:
     out = rewritten("MATCH ()-[r]->() RETURN startNode(r).id, endNode(r).id")
     assert "relationships(__gw_p1)" in out
 

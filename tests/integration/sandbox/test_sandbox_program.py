@@ -130,7 +130,7 @@ def test_explain_check_rejects_writes_and_schema_commands(backend: BoltBackend) 
 
 
 def test_explain_check_enforces_the_procedure_allow_list(backend: BoltBackend) -> None:
-    allowed = run(backend, "CALL db.labels() YIELD label RETURN count(label) AS c")
+    allowed = run(backend, "CALL db.labels() YIELD label RETURN count(label) AS c", procedures_allowed=["db.labels"])
     assert allowed.ok, allowed.error
     for cypher in (
         "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType",
