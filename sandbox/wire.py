@@ -96,10 +96,14 @@ class SandboxJob(_Wire):
 
 
 class Notification(_Wire):
-    code: str | None = None
+    """One of Neo4j's notifications: its GQL status where the server sends one, its Neo4j code where known."""
+
+    gql_status: str | None = None  # "01N00"; None from sources that send only the Neo4j code
+    code: str | None = None  # "Neo.ClientNotification.Statement.FeatureDeprecationWarning"
     title: str | None = None
     description: str | None = None
     severity: str | None = None
+    classification: str | None = None  # "DEPRECATION", "UNRECOGNIZED", "PERFORMANCE", …
 
 
 class SandboxError(_Wire):

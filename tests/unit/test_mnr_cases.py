@@ -55,6 +55,10 @@ def test_a_case_needs_an_expectation_and_must_reject_stands_alone() -> None:
     with pytest.raises(ValidationError, match="case id"):
         _case(id="has space", max_rows=1)
     assert _case(max_rows=0).max_rows == 0
+    # "No notification at all" is an expectation of its own; leaving the field out checks nothing.
+    assert _case(expect_notifications=[]).expect_notifications == ()
+    with pytest.raises(ValidationError, match="stands alone"):
+        _case(must_reject="write.clause", expect_notifications=[])
 
 
 def test_suite_checks_ids_principal_and_tool(tmp_path: Path) -> None:

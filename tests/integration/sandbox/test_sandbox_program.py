@@ -173,8 +173,8 @@ def test_invalid_job_is_reported(backend: BoltBackend) -> None:
 def test_notifications_are_returned(backend: BoltBackend) -> None:
     result = run(backend, "MATCH (a:SbxNothing), (b:SbxNothing) RETURN count(*) AS c")
     assert result.ok
-    codes = {n.code for n in result.notifications}
-    assert "Neo.ClientNotification.Statement.CartesianProduct" in codes
+    identities = {(n.gql_status, n.code, n.classification) for n in result.notifications}
+    assert ("03N90", "Neo.ClientNotification.Statement.CartesianProduct", "PERFORMANCE") in identities
 
 
 def test_the_program_end_to_end_as_a_subprocess(bolt_env: dict[str, str]) -> None:
