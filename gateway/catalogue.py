@@ -114,6 +114,12 @@ SCOPE_UNSUPPORTED = Rule(
     "on a hidden element, and any pattern that did not receive its visibility predicate.",
     "scope",
 )
+SCOPE_ELEMENT_ID = Rule(
+    "scope.element_id",
+    "id() and elementId() are refused under scope: Neo4j allocates ids across the whole database, so gaps "
+    "between visible elements' ids count hidden elements and tell when they were created.",
+    "scope",
+)
 
 # --- inside the sandbox ----------------------------------------------------------------------
 SANDBOX_EXPLAIN = Rule(
@@ -145,6 +151,7 @@ CATALOGUE: tuple[Rule, ...] = (
     PATTERN_UNBOUNDED,
     PATTERN_TOO_MANY_HOPS,
     SCOPE_UNSUPPORTED,
+    SCOPE_ELEMENT_ID,
     SANDBOX_EXPLAIN,
 )
 """Every rule, in the order a request meets them."""

@@ -13,6 +13,8 @@ Values in ``rows`` are JSON. Graph and non-JSON Neo4j types are tagged objects
 with a ``"$type"`` key (see ``sandbox/serialize.py``):
 ``node`` {elementId, labels, properties}, ``relationship`` {elementId, type,
 startElementId, endElementId, properties}, ``path`` {nodes, relationships},
+where every element id is a token local to the answer (``n1``, ``r1``), never
+Neo4j's;
 ``date``/``time``/``localtime``/``datetime``/``localdatetime`` {iso},
 ``duration`` {iso, months, days, seconds, nanoseconds}, ``point`` {srid, x, y, z?},
 ``bytes`` {base64}.

@@ -1,8 +1,8 @@
 """The scope passes: each is a small function over one parsed query.
 
-``PASSES`` lists them in the order they run. The first two only refuse
-(``scope.unsupported``); the third records insertions in an ``Edits``; the last
-refuses any pattern the third left without its predicate.
+``PASSES`` lists them in the order they run. The first three only refuse
+(``scope.unsupported``, ``scope.element_id``); the fourth records insertions in an
+``Edits``; the last refuses any pattern the fourth left without its predicate.
 
 The one idea: every pattern the query can match (MATCH, OPTIONAL MATCH, EXISTS /
 COUNT / COLLECT, pattern comprehensions, pattern predicates, quantified and
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.catalogue import SCOPE_UNSUPPORTED
+from gateway.catalogue import SCOPE_ELEMENT_ID, SCOPE_UNSUPPORTED
 from gateway.cypher import ParsedQuery, ast
 from gateway.policy import Policy
 from gateway.scope.coverage import unscoped_patterns
@@ -62,13 +62,11 @@ _SAFE_FUNCTION_NAMES = (
     "count",
     "degrees",
     "e",
-    "elementId",
     "endNode",
     "exp",
     "floor",
     "haversin",
     "head",
-    "id",
     "isEmpty",
     "isNaN",
     "keys",
@@ -231,6 +229,22 @@ def refuse_reserved_names(ctx: Context) -> None:
             raise SCOPE_UNSUPPORTED.rejected(f"the name {name!r} is reserved for variables the gateway generates")
         if isinstance(node, ast.Parameter) and ctx.policy.reserved_parameters.is_reserved(node.name):
             raise SCOPE_UNSUPPORTED.rejected(f"the parameter ${node.name} is reserved for the gateway")
+
+
+# Neo4j's ids of elements. Ids are allocated across the whole database (and reused after
+# deletes), so the ids of visible elements leave gaps where hidden ones sit: how many, and
+# in what order they were created. Nodes can be compared without them (`a <> b`).
+ELEMENT_ID_FUNCTIONS: frozenset[str] = frozenset({"id", "elementid"})
+
+
+def refuse_element_ids(ctx: Context) -> None:
+    """``id()`` and ``elementId()`` would read allocation order; any use, even ``ORDER BY``, is refused."""
+    for node in ctx.parsed.walk():
+        if isinstance(node, ast.FunctionCall) and node.name.lower() in ELEMENT_ID_FUNCTIONS:
+            raise SCOPE_ELEMENT_ID.rejected(
+                f"{node.name}() exposes Neo4j's element ids, whose gaps count the elements you cannot see; "
+                "compare elements directly (a = b) or by a key property"
+            )
 
 
 def refuse_unscopable(ctx: Context) -> None:
@@ -566,7 +580,13 @@ def refuse_unscoped(ctx: Context) -> None:
         )
 
 
-PASSES: tuple[Pass, ...] = (refuse_reserved_names, refuse_unscopable, scope_patterns, refuse_unscoped)
+PASSES: tuple[Pass, ...] = (
+    refuse_reserved_names,
+    refuse_element_ids,
+    refuse_unscopable,
+    scope_patterns,
+    refuse_unscoped,
+)
 
 
 def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates) -> str:

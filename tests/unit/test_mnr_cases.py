@@ -147,8 +147,9 @@ def test_seed_file_splits_into_statements() -> None:
 # --- the matcher finds nested values -------------------------------------------------------------
 
 HIDDEN = FixtureElement(
-    key="fact-b-1", element_ids=frozenset({"4:x:9"}), fingerprints=frozenset({"fact-b-1", "beta launch date is 2027"})
-)
+    key="fact-b-1", element_ids=frozenset({"4:x:9"}), fingerprints=frozenset({"fact-b-1", "beta launch date is 2027"}),
+    relationships=frozenset({"about-fact-b-1"}),
+)  # fmt: skip
 MATCHER = Matcher("uid", {"fact-b-1": HIDDEN})
 
 
@@ -171,6 +172,7 @@ def _rel(element_id: str, start: str, end: str, rel_type: str = "NEXT") -> dict[
         {"a": [{"b": [_node("4:x:9", "fact-b-1")]}]},  # nested in maps and lists
         {"$type": "path", "nodes": [_node("4:x:1", "g"), _node("4:x:9", "x")], "relationships": []},
         _rel("5:x:1", "4:x:1", "4:x:9"),  # a visible edge pointing at the hidden node
+        _rel("r1", "n1", "n2") | {"properties": {"uid": "about-fact-b-1"}},  # the same, known by its key
         "fact-b-1",
         "4:x:9",
         ["prefix: beta launch date is 2027 and more"],  # a fingerprint inside a longer string

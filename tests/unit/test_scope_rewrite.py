@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gateway import guard, scope
-from gateway.domain import Principal
+from gateway.domain import LayerSwitches, Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
 
@@ -124,6 +124,32 @@ def test_the_scope_parameter_and_property_come_from_the_policy() -> None:
 def test_constructs_the_rewrite_cannot_scope_are_refused(attack: str, why: str) -> None:
     reason = refusal(attack)
     assert why in reason, reason
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "MATCH (n:Fact) RETURN id(n) AS i",
+        "MATCH (n:Fact) RETURN elementId(n) AS i",
+        "MATCH (n:Fact) RETURN n.uid ORDER BY ID(n)",  # the order alone shows the gaps' positions
+        "MATCH (n:Fact) WHERE id(n) > 10 RETURN n.uid",
+        "MATCH (n:Fact) WITH n ORDER BY elementid(n) RETURN collect(n.uid) AS uids",
+        "MATCH (a)-[r]->(b) RETURN [x IN [a, b] | ElementId(x)] AS ids, id(r) AS rid",
+        "RETURN COUNT { MATCH (n) WHERE id(n) < $probe } AS below",
+    ],
+)
+def test_element_ids_are_refused_under_scope(attack: str) -> None:
+    decision = guard.check(attack, {"probe": 5}, "analyze", POLICY)
+    assert decision.allowed and decision.parsed is not None, decision.reason  # the guard itself lets them pass
+    with pytest.raises(QueryRejected) as info:
+        scope.plan(decision.parsed, POLICY, "analyze", ANYONE)
+    assert info.value.rule == "scope.element_id" and "gaps" in info.value.reason
+
+
+def test_element_ids_pass_with_the_rewrite_off() -> None:
+    # Nothing is hidden without the rewrite (tests only): the refusal belongs to scope, not to the guard.
+    plan = scope.plan("MATCH (n) RETURN id(n)", POLICY, "analyze", ANYONE, LayerSwitches(scope_rewrite=False))
+    assert plan.cypher == "MATCH (n) RETURN id(n)"
 
 
 def test_a_query_referencing_the_reserved_scope_parameter_is_refused() -> None:

@@ -9,12 +9,14 @@ own driver), then the answer under scope that must not carry it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from gateway.domain import LayerSwitches, Principal, ToolResult
+from gateway.errors import QueryRejected
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
@@ -104,3 +106,94 @@ def test_notifications_the_query_text_alone_decides_still_reach_the_agent(
     assert status in statuses(result), result.notifications
     kept = next(n for n in result.notifications if n.gql_status == status)
     assert kept.code and kept.description, kept  # Neo4j's code and explanation come with it
+
+
+# --- element ids -------------------------------------------------------------------------------
+#
+# Neo4j allocates ids across the whole database: between the ids of two visible elements sit
+# the ids of the hidden ones created in between (and of deleted ones, whose ids are reused).
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "MATCH (n:{L}) RETURN id(n) AS i",
+        "MATCH (n:{L}) RETURN elementId(n) AS i",
+        "MATCH (n:{L}) RETURN n.name AS name ORDER BY elementId(n)",
+        "MATCH (n:{L}) WHERE id(n) >= 0 RETURN count(n) AS c",
+        "MATCH (:{L})-[r]->() RETURN collect(id(r)) AS ids",
+    ],
+)
+def test_id_functions_are_refused(gw: Gateway, unscoped: Gateway, L: str, query: str) -> None:
+    cypher = query.format(L=L)
+    assert unscoped.run("analyze", cypher, {}, A).rows  # control: without the rewrite they run
+    with pytest.raises(QueryRejected) as refused:
+        gw.run("analyze", cypher, {}, A)
+    assert refused.value.rule == "scope.element_id", refused.value.reason
+
+
+def test_answers_carry_tokens_not_neo4j_element_ids(gw: Gateway, neo4j_driver: Any, L: str) -> None:
+    records, _, _ = neo4j_driver.execute_query(
+        f"MATCH (n:{L}) RETURN elementId(n) AS id UNION ALL MATCH (:{L})-[r]->() RETURN elementId(r) AS id"
+    )
+    raw_ids = [str(record["id"]) for record in records]
+    cypher = f"MATCH p = (a:{L})-[r]->(b) RETURN a, r, b, p, [b, a] AS both, {{start: startNode(r)}} AS m"
+    result = gw.run("analyze", cypher, {}, A)
+    assert len(result.rows) == 1, result.rows  # the visible LINK v1 -> v2, nothing else
+    text = json.dumps(result.rows)
+    assert [element_id for element_id in raw_ids if element_id in text] == []
+    a, r, b, p, both, m = result.rows[0]
+    assert (a["properties"]["name"], b["properties"]["name"]) == ("v1", "v2")
+    assert (a["elementId"], r["elementId"], b["elementId"]) == ("n1", "r1", "n2")
+    assert (r["startElementId"], r["endElementId"]) == ("n1", "n2")  # the same element, the same token
+    assert [n["elementId"] for n in p["nodes"]] == ["n1", "n2"] and p["relationships"][0]["elementId"] == "r1"
+    assert [n["elementId"] for n in both] == ["n2", "n1"] and m["start"]["elementId"] == "n1"
+
+
+# --- the same family: counts, order and limits see visible elements only -------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "visible", "everything"),
+    [
+        # The shapes Neo4j answers from its count store, which counts every element.
+        ("MATCH (n:{L}) RETURN count(n) AS c", 2, 4),
+        ("MATCH (n:{L}) RETURN count(*) AS c", 2, 4),
+        ("MATCH ()-[r:HIDDEN{L}]->() RETURN count(r) AS c", 0, 1),
+        ("MATCH (:{L})-[r:LINK]->() RETURN count(r) AS c", 1, 2),
+        ("MATCH (n:HiddenOnly{L}) RETURN count(n) > 0 AS c", False, True),
+    ],
+)
+def test_count_store_shortcuts_count_visible_elements_only(
+    gw: Gateway, unscoped: Gateway, L: str, query: str, visible: object, everything: object
+) -> None:
+    cypher = query.format(L=L)
+    assert unscoped.run("analyze", cypher, {}, A).rows == [[everything]]  # control
+    assert gw.run("analyze", cypher, {}, A).rows == [[visible]]
+
+
+@pytest.mark.parametrize(
+    ("query", "visible", "everything"),
+    [
+        # LIMIT probes: 'hidden-1' sorts before 'v1', so a limit taken before the filter shows it.
+        ("MATCH (n:{L}) RETURN n.name AS name ORDER BY name LIMIT 1", [["v1"]], [["hidden-1"]]),
+        (
+            "MATCH (n:{L}) WITH n ORDER BY n.name LIMIT 2 RETURN collect(n.name) AS names",
+            [[["v1", "v2"]]],
+            [[["hidden-1", "hidden-2"]]],
+        ),
+        ("MATCH (n:{L}) RETURN n.name AS name ORDER BY name DESC SKIP 1 LIMIT 2", [["v1"]], [["v1"], ["hidden-2"]]),
+        # ORDER BY a value that counts hidden neighbours unscoped: v2 has three, v1 two; scoped one each.
+        (
+            "MATCH (n:{L}) WHERE n.name STARTS WITH 'v' RETURN n.name AS name ORDER BY COUNT {{ (n)--() }} DESC, name",
+            [["v1"], ["v2"]],
+            [["v2"], ["v1"]],
+        ),
+    ],
+)
+def test_order_and_limit_apply_to_visible_elements_only(
+    gw: Gateway, unscoped: Gateway, L: str, query: str, visible: list[list[Any]], everything: list[list[Any]]
+) -> None:
+    cypher = query.format(L=L)
+    assert unscoped.run("analyze", cypher, {}, A).rows == everything  # control
+    assert gw.run("analyze", cypher, {}, A).rows == visible
