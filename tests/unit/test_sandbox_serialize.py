@@ -47,3 +47,24 @@ def test_element_ids_become_tokens_local_to_the_answer() -> None:
     assert collector.add([_node(b)]) and collector.rows[1][0]["elementId"] == "n2"
     assert ElementTokens().apply([_node(b)]) == [_node("n1") | {"properties": {"elementId": b}}]
     assert collector.bytes == len(encode(collector.rows).encode())
+
+
+def test_rows_dropped_by_the_result_check_leave_no_gap_in_the_tokens() -> None:
+    from sandbox.main import handle
+    from sandbox.wire import SandboxJob, SandboxResult, ScopeCheck
+
+    def node(token: str, layers: list[str]) -> dict[str, object]:
+        return {"$type": "node", "elementId": token, "labels": [], "properties": {"layers": layers}}
+
+    class Backend:
+        warm_error = None
+
+        def run(self, job: SandboxJob) -> SandboxResult:
+            rows = [[node("n1", [])], [node("n2", ["hidden"]), node("n3", ["hidden"])], [node("n4", [])]]
+            return SandboxResult(query_id=job.query_id, ok=True, columns=["n"], rows=rows, row_count=3)
+
+    job = SandboxJob(query_id="q", cypher="MATCH (n) RETURN n", timeout_seconds=1, max_rows=10, max_bytes=10_000,
+                     scope=ScopeCheck(layers_property="layers", layers=["mine"]))  # fmt: skip
+    result = handle(job.model_dump_json().encode(), Backend())  # type: ignore[arg-type]
+    assert result.redacted == 1
+    assert [row[0]["elementId"] for row in result.rows] == ["n1", "n2"]
