@@ -120,10 +120,16 @@ PATTERN_TOO_MANY_HOPS = Rule(
 # --- the scope rewrite -----------------------------------------------------------------------
 SCOPE_UNSUPPORTED = Rule(
     "scope.unsupported",
-    "A query the scope rewrite cannot confine to the caller's layers is refused: element-returning procedures, "
+    "A query the scope rewrite cannot confine to the caller's layers is refused: procedure calls, "
     "functions off its list, shortestPath() as an expression, dynamic labels computed while a pattern is "
     "matched, names in the gateway's namespace, conditions that could fail on a hidden element, and any "
     "pattern that did not receive its visibility predicate.",
+    "scope",
+)
+SCOPE_ELEMENT_ID = Rule(
+    "scope.element_id",
+    "id() and elementId() are refused under scope: Neo4j allocates ids across the whole database, so gaps "
+    "between visible elements' ids count hidden elements and tell when they were created.",
     "scope",
 )
 
@@ -158,6 +164,7 @@ CATALOGUE: tuple[Rule, ...] = (
     PATTERN_UNBOUNDED,
     PATTERN_TOO_MANY_HOPS,
     SCOPE_UNSUPPORTED,
+    SCOPE_ELEMENT_ID,
     SANDBOX_EXPLAIN,
 )
 """Every rule, in the order a request meets them."""

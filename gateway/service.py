@@ -23,7 +23,7 @@ from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, 
 from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
 from gateway.policy import CypherVersion, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
-from sandbox.wire import SandboxResult
+from sandbox.wire import Notification, SandboxResult
 
 # The schema tool reads only what the caller can see: plain queries that go through
 # the scope rewrite like any agent query, not db.labels() (which sees everything).
@@ -145,7 +145,10 @@ class Gateway:
             error = scope.withheld_details(error)
         if error is not None:
             raise error
-        return _tool_result(tool, sandbox_result)
+        notifications = sandbox_result.notifications
+        if prepared.plan.withhold_data_notifications:
+            notifications = scope.kept_notifications(notifications)
+        return _tool_result(tool, sandbox_result, notifications)
 
     # --- schema ------------------------------------------------------------------------------
 
@@ -197,11 +200,11 @@ class _Prepared(BaseModel):
     language: CypherVersion | None  # the version the guard read the query as; the job runs under it
 
 
-def _tool_result(tool: ToolName, result: SandboxResult) -> ToolResult:
+def _tool_result(tool: ToolName, result: SandboxResult, notifications: list[Notification]) -> ToolResult:
     degraded = ["scope:redacted"] if result.redacted else []
     return ToolResult(
         queryId=result.query_id, tool=tool, columns=result.columns, rows=result.rows, rowCount=result.row_count,
         bytes=result.bytes, truncated=result.truncated, truncation=result.truncation, degraded=degraded,
         redacted=result.redacted, queryType=result.query_type, durationMs=result.duration_ms,
-        notifications=result.notifications,
+        notifications=notifications,
     )  # fmt: skip

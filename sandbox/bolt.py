@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 import warnings
 from typing import Any
@@ -24,15 +25,34 @@ from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
 
 
-def _notifications(summary: Any) -> list[Notification]:
+# GQL statuses the driver makes up for a server that sends only Neo4j codes (older than 5.23).
+_POLYFILLED_STATUSES = frozenset({"01N42", "02N42", "03N42"})
+
+
+def notifications_of(summary: Any) -> list[Notification]:
+    """Neo4j's notifications with both identities: the GQL status and the Neo4j code.
+
+    The driver fills each API from the other. When the server sends GQL statuses, the
+    (deprecated) ``notifications`` list is derived one for one, in order, from the statuses
+    that carry a Neo4j code, which are exactly those ``is_notification`` marks; when it sends
+    only the old notifications, the statuses are made up (``01N42`` …) and carry nothing.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        raw = summary.notifications or []
+        legacy = list(summary.notifications or [])
+    statuses = [s for s in summary.gql_status_objects if s.is_notification]
+    if len(statuses) != len(legacy) or any(s.gql_status in _POLYFILLED_STATUSES for s in statuses):
+        statuses = []
     return [
         Notification(
-            code=n.get("code"), title=n.get("title"), description=n.get("description"), severity=n.get("severity")
+            gql_status=status.gql_status if status is not None else None,
+            code=n.get("code"),
+            title=n.get("title"),
+            description=n.get("description"),
+            severity=n.get("severity"),
+            classification=n.get("category"),
         )
-        for n in raw
+        for n, status in itertools.zip_longest(legacy, statuses)
     ]
 
 
@@ -113,7 +133,7 @@ class BoltBackend:
                     break
             summary = result.consume()
             meta["query_type"] = summary.query_type
-            meta["notifications"] = _notifications(summary)
+            meta["notifications"] = notifications_of(summary)
 
         try:
             with self.driver.session(

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from sandbox.config import SandboxConfig
 from sandbox.scope_check import filter_rows
+from sandbox.serialize import ElementTokens
 from sandbox.wire import SANDBOX_READY, SandboxError, SandboxJob, SandboxResult, failure
 
 # A job is a query (<= the policy's max_query_chars) plus parameters; anything
@@ -52,6 +53,8 @@ def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
     rows, redacted = filter_rows(result.columns, result.rows, job.scope)
     if not redacted:
         return result
+    # Renumber the element tokens, or the numbers the dropped rows used would show as gaps.
+    rows = ElementTokens().apply(rows)
     # The byte count must describe the rows actually returned.
     size = len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     return result.model_copy(update={"rows": rows, "row_count": len(rows), "redacted": redacted, "bytes": size})

@@ -28,7 +28,7 @@ from sandbox.explain import (
     check_procedures,
 )
 from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
-from sandbox.wire import SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
+from sandbox.wire import Notification, SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
 
 TYPED_JSON = "application/vnd.neo4j.query"
 # Reading more than this many times the byte limit means the rows cannot fit anyway.
@@ -113,6 +113,18 @@ def from_typed(value: Any) -> JsonValue:
     return {TYPE_KEY: "unknown", "repr": json.dumps(value)[:200]}
 
 
+def notifications_from(body: dict[str, Any]) -> list[Notification]:
+    """The answer's notifications; the Query API sends Neo4j codes and no GQL status."""
+    return [
+        Notification(
+            code=n.get("code"), title=n.get("title"), description=n.get("description"),
+            severity=n.get("severity"), classification=n.get("category"),
+        )
+        for n in body.get("notifications") or []
+        if isinstance(n, dict)
+    ]  # fmt: skip
+
+
 class QueryApiBackend:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
@@ -182,7 +194,8 @@ class QueryApiBackend:
         return SandboxResult(
             query_id=job.query_id, ok=True, columns=list(data.get("fields") or []), rows=collector.rows,
             row_count=len(collector.rows), bytes=collector.bytes, truncated=collector.truncation is not None,
-            truncation=collector.truncation, duration_ms=(time.perf_counter() - started) * 1000,
+            truncation=collector.truncation, notifications=notifications_from(body),
+            duration_ms=(time.perf_counter() - started) * 1000,
         )  # fmt: skip
 
     def close(self) -> None:

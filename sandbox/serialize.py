@@ -3,6 +3,9 @@
 Runs only inside the sandbox (it imports the ``neo4j`` driver's types).
 Tagged objects follow the table in ``sandbox/wire.py``.
 
+Neo4j's element ids never leave the sandbox: ``ElementTokens`` replaces them with
+tokens local to one answer (the ids' gaps count elements the caller cannot see).
+
 Why a budget walk before encoding: a single record may hold a 10 MB string.
 Encoding it only to learn it does not fit would double the memory it costs;
 instead a cheap lower bound (characters count at least one byte each) is
@@ -158,6 +161,55 @@ def min_size(value: Any, budget: int) -> int:
     return total
 
 
+class ElementTokens:
+    """Neo4j's element ids replaced by tokens that mean something only inside one answer.
+
+    Nodes become ``n1``, ``n2`` …, relationships ``r1`` …, in the order they appear in the
+    answer; the same element keeps its token throughout (a relationship's ``startElementId``
+    is its start node's token, whether or not that node is in the answer). Neo4j allocates
+    ids across the whole database and reuses them, so a visible element's id tells how many
+    hidden elements were created around it; a token tells nothing beyond the answer.
+    """
+
+    def __init__(self) -> None:
+        self._tokens: dict[tuple[str, str], str] = {}
+        self._issued: dict[str, int] = {}
+
+    def token(self, prefix: str, element_id: JsonValue) -> JsonValue:
+        if element_id is None:
+            return None
+        key = (prefix, str(element_id))
+        if key not in self._tokens:
+            self._issued[prefix] = self._issued.get(prefix, 0) + 1
+            self._tokens[key] = f"{prefix}{self._issued[prefix]}"
+        return self._tokens[key]
+
+    def apply(self, value: JsonValue) -> JsonValue:
+        """``value`` (tagged JSON, changed in place) with every element id replaced, in reading order."""
+        stack = [value]
+        while stack:  # iterative: a deeply nested list from the database cannot overflow the stack
+            item = stack.pop()
+            if isinstance(item, list):
+                stack.extend(reversed(item))
+            elif isinstance(item, dict):
+                kind = item.get(TYPE_KEY)
+                if kind == "node":
+                    item["elementId"] = self.token("n", item.get("elementId"))
+                elif kind == "relationship":
+                    item["elementId"] = self.token("r", item.get("elementId"))
+                    item["startElementId"] = self.token("n", item.get("startElementId"))
+                    item["endElementId"] = self.token("n", item.get("endElementId"))
+                elif kind == "path":
+                    stack.extend(reversed([*(item.get("nodes") or []), *(item.get("relationships") or [])]))
+                elif kind == "map":
+                    # The wrapper of a user map that has its own "$type" key: its entries are plain values.
+                    inner = item.get("value")
+                    stack.extend(reversed(list(inner.values())) if isinstance(inner, dict) else [inner])
+                else:
+                    stack.extend(reversed(list(item.values())))
+        return value
+
+
 def encode(value: JsonValue) -> str:
     """The one JSON encoding used for sizes and output (compact, UTF-8, no NaN)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -186,7 +238,8 @@ class RowCollector:
     def __init__(self, max_rows: int, max_bytes: int, convert: Callable[[Any], JsonValue] = to_json) -> None:
         self.max_rows = max_rows
         self.max_bytes = max_bytes
-        self.convert = convert
+        self.element_tokens = ElementTokens()
+        self.convert: Callable[[Any], JsonValue] = lambda value: self.element_tokens.apply(convert(value))
         self.rows: list[list[JsonValue]] = []
         self.bytes = 2  # "[]"
         self.truncation: Truncation | None = None

@@ -13,6 +13,8 @@ Values in ``rows`` are JSON. Graph and non-JSON Neo4j types are tagged objects
 with a ``"$type"`` key (see ``sandbox/serialize.py``):
 ``node`` {elementId, labels, properties}, ``relationship`` {elementId, type,
 startElementId, endElementId, properties}, ``path`` {nodes, relationships},
+where every element id is a token local to the answer (``n1``, ``r1``), never
+Neo4j's;
 ``date``/``time``/``localtime``/``datetime``/``localdatetime`` {iso},
 ``duration`` {iso, months, days, seconds, nanoseconds}, ``point`` {srid, x, y, z?},
 ``bytes`` {base64}.
@@ -97,10 +99,14 @@ class SandboxJob(_Wire):
 
 
 class Notification(_Wire):
-    code: str | None = None
+    """One of Neo4j's notifications: its GQL status where the server sends one, its Neo4j code where known."""
+
+    gql_status: str | None = None  # "01N00"; None from sources that send only the Neo4j code
+    code: str | None = None  # "Neo.ClientNotification.Statement.FeatureDeprecationWarning"
     title: str | None = None
     description: str | None = None
     severity: str | None = None
+    classification: str | None = None  # "DEPRECATION", "UNRECOGNIZED", "PERFORMANCE", …
 
 
 class SandboxError(_Wire):

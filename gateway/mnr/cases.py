@@ -140,6 +140,9 @@ class Case(_Strict):
     # The degraded markers the answer must carry, exactly. Default: none. Listing
     # "<tool>:disabled" is the only way a case passes without the sandbox running.
     expect_degraded: tuple[str, ...] = ()
+    # The answer's notifications, exactly and in order, each by its GQL status (its Neo4j code
+    # when it has none). Unset: not checked. `[]` says the answer carries none.
+    expect_notifications: tuple[str, ...] | None = None
 
     @field_validator("id")
     @classmethod
@@ -151,7 +154,11 @@ class Case(_Strict):
     @model_validator(mode="after")
     def _expectations(self) -> Case:
         answer_checks = (
-            self.must_retrieve or self.expect_rows is not None or self.min_rows is not None or self.expect_degraded
+            self.must_retrieve
+            or self.expect_rows is not None
+            or self.min_rows is not None
+            or self.expect_degraded
+            or self.expect_notifications is not None
         )
         if self.must_reject is not None:
             if answer_checks or self.must_not_retrieve or self.max_rows is not None:
@@ -161,7 +168,7 @@ class Case(_Strict):
         elif not (answer_checks or self.must_not_retrieve or self.max_rows is not None):
             raise ValueError(
                 "a case needs at least one expectation: must_not_retrieve, must_retrieve, must_reject, "
-                "max_rows, min_rows, expect_rows or expect_degraded"
+                "max_rows, min_rows, expect_rows, expect_degraded or expect_notifications"
             )
         return self
 

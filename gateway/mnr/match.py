@@ -5,9 +5,12 @@ tagged objects (``$type`` node / relationship / path), everything else is
 plain JSON. The walk visits every cell, list item and map value; a node or
 relationship is matched as an element, and a relationship also counts as a
 hit for the elements its endpoints name (a visible edge must not point at a
-hidden node). Plain strings are compared to keys, element ids and
-fingerprints, so ``RETURN f.text`` or ``RETURN elementId(f)`` leaks as surely
-as ``RETURN f``.
+hidden node). Answers carry element tokens local to the answer, not Neo4j's
+ids, so an edge's endpoints are known from the fixture itself (the keys of the
+relationships at each element); a Neo4j id found anyway still counts. Plain
+strings are compared to keys, element ids and fingerprints, so ``RETURN
+f.text`` or ``RETURN elementId(f)`` (with the rewrite off) leaks as surely as
+``RETURN f``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class FixtureElement:
     element_ids: frozenset[str]
     # String property values no other fixture element holds (the key is always one).
     fingerprints: frozenset[str] = field(default_factory=frozenset)
+    # Keys of the fixture relationships that start or end at this element.
+    relationships: frozenset[str] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,8 @@ class Matcher:
                 for end in ("startElementId", "endElementId"):
                     if value.get(end) in element.element_ids:
                         return f"{_element_label(value)} whose {end} is {element.key}"
+                if props.get(self.key_property) in element.relationships:
+                    return f"{_element_label(value)} whose endpoint is {element.key}"
             return None
         if isinstance(value, str):
             if value == element.key or value in element.element_ids:

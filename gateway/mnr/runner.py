@@ -321,6 +321,10 @@ class MnrSession:
             failures.append(f"{result.rowCount} row(s), at least {case.min_rows} expected")
         if case.expect_rows is not None and result.rows != case.expect_rows:
             failures.append(f"rows {_short(result.rows)}, expected {_short(case.expect_rows)}")
+        if case.expect_notifications is not None:
+            got = [n.gql_status or n.code or "?" for n in result.notifications]
+            if got != list(case.expect_notifications):
+                failures.append(f"notifications {got}, expected {list(case.expect_notifications)}")
         return failures
 
     def _why(self) -> str:

@@ -77,9 +77,15 @@ def fixture_elements(driver: Any, key_property: str, database: str | None = None
         "UNION ALL "
         "MATCH ()-[r]->() WHERE r[$key] IS NOT NULL RETURN r[$key] AS key, elementId(r) AS id, properties(r) AS props"
     )
+    ends = "MATCH (a)-[r]->(b) WHERE r[$key] IS NOT NULL RETURN r[$key] AS rel, a[$key] AS start, b[$key] AS end"
     with driver.session(database=database) as session:
         result = session.run(query, key=key_property)
         records = [(str(rec["key"]), str(rec["id"]), dict(rec["props"])) for rec in result]
+        at: dict[str, set[str]] = {}
+        for rec in session.run(ends, key=key_property):
+            for end in (rec["start"], rec["end"]):
+                if end is not None:
+                    at.setdefault(str(end), set()).add(str(rec["rel"]))
     holders: Counter[str] = Counter()
     for _, _, props in records:
         holders.update(set(_strings(props.values())))
@@ -90,7 +96,12 @@ def fixture_elements(driver: Any, key_property: str, database: str | None = None
         own = {s for s in _strings(props.values()) if len(s) >= MIN_FINGERPRINT and holders[s] == 1}
         prints.setdefault(key, {key}).update(own)
     return {
-        key: FixtureElement(key=key, element_ids=frozenset(ids[key]), fingerprints=frozenset(prints[key]))
+        key: FixtureElement(
+            key=key,
+            element_ids=frozenset(ids[key]),
+            fingerprints=frozenset(prints[key]),
+            relationships=frozenset(at.get(key, ())),
+        )
         for key in ids
     }
 

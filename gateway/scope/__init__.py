@@ -10,7 +10,10 @@ everything the scope layer contributes to a request:
 * ``result_check``: the caller's scope for the sandbox's check of every
   returned element (layer 2, ``sandbox/scope_check.py``);
 * ``withhold_error_details``: whether Neo4j's error messages are reduced to
-  their code (they can quote values of hidden elements).
+  their code (they can quote values of hidden elements);
+* ``withhold_data_notifications``: whether Neo4j's notifications are reduced to
+  those the query text alone decides (``notifications.kept_notifications``): the
+  others are computed over the whole database.
 
 Both layers read the hidden relationship types from one call,
 ``policy.hidden_relationship_types(tool)``. A construct the rewrite cannot
@@ -26,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from gateway.cypher import ParsedQuery
 from gateway.errors import Neo4jRefused
 from gateway.policy import Policy, ToolName
+from gateway.scope.notifications import kept_notifications
 from gateway.scope.passes import PASSES, SCOPERS, run_passes
 from gateway.scope.predicates import Predicates
 from sandbox.wire import ScopeCheck
@@ -33,7 +37,7 @@ from sandbox.wire import ScopeCheck
 if TYPE_CHECKING:
     from gateway.domain import LayerSwitches, Principal
 
-__all__ = ["PASSES", "SCOPERS", "ScopePlan", "plan", "withheld_details"]
+__all__ = ["PASSES", "SCOPERS", "ScopePlan", "kept_notifications", "plan", "withheld_details"]
 
 
 class ScopePlan(BaseModel):
@@ -45,6 +49,7 @@ class ScopePlan(BaseModel):
     params: dict[str, Any]
     result_check: ScopeCheck | None
     withhold_error_details: bool
+    withhold_data_notifications: bool
 
 
 def plan(
@@ -82,6 +87,7 @@ def plan(
         params={settings.scope_parameter: layer_ids},
         result_check=result_check,
         withhold_error_details=rewrite_on,
+        withhold_data_notifications=rewrite_on,
     )
 
 

@@ -1,8 +1,8 @@
 """The scope passes: each is a small function over one parsed query.
 
-``PASSES`` lists them in the order they run. The first two only refuse
-(``scope.unsupported``); the third records insertions in an ``Edits``; the last
-refuses any pattern the third left without its predicate.
+``PASSES`` lists them in the order they run. The first three only refuse
+(``scope.unsupported``, ``scope.element_id``); the fourth records insertions in an
+``Edits``; the last refuses any pattern the fourth left without its predicate.
 
 The one idea: every pattern the query can match (MATCH, OPTIONAL MATCH, EXISTS /
 COUNT / COLLECT, pattern comprehensions, pattern predicates, quantified and
@@ -33,17 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.catalogue import SCOPE_UNSUPPORTED
+from gateway.catalogue import SCOPE_ELEMENT_ID, SCOPE_UNSUPPORTED
 from gateway.cypher import ParsedQuery, ast
 from gateway.policy import Policy
 from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
-
-# Procedures that return names (labels, types, keys), never elements or counts.
-# They reveal that a label exists somewhere, not which element carries it;
-# SECURITY.md (layer 2) states this limit.
-NAME_ONLY_PROCEDURES: frozenset[str] = frozenset({"db.labels", "db.relationshiptypes", "db.propertykeys"})
 
 # Built-in functions that compute on the values they are given and never fetch
 # an element by id, count relationships, or read the graph on their own.
@@ -67,13 +62,11 @@ _SAFE_FUNCTION_NAMES = (
     "count",
     "degrees",
     "e",
-    "elementId",
     "endNode",
     "exp",
     "floor",
     "haversin",
     "head",
-    "id",
     "isEmpty",
     "isNaN",
     "keys",
@@ -283,14 +276,32 @@ def refuse_reserved_names(ctx: Context) -> None:
             raise SCOPE_UNSUPPORTED.rejected(f"the parameter ${node.name} is reserved for the gateway")
 
 
+# Neo4j's ids of elements. Ids are allocated across the whole database (and reused after
+# deletes), so the ids of visible elements leave gaps where hidden ones sit: how many, and
+# in what order they were created. Nodes can be compared without them (`a <> b`).
+ELEMENT_ID_FUNCTIONS: frozenset[str] = frozenset({"id", "elementid"})
+
+
+def refuse_element_ids(ctx: Context) -> None:
+    """``id()`` and ``elementId()`` would read allocation order; any use, even ``ORDER BY``, is refused."""
+    for node in ctx.parsed.walk():
+        if isinstance(node, ast.FunctionCall) and node.name.lower() in ELEMENT_ID_FUNCTIONS:
+            raise SCOPE_ELEMENT_ID.rejected(
+                f"{node.name}() exposes Neo4j's element ids, whose gaps count the elements you cannot see; "
+                "compare elements directly (a = b) or by a key property"
+            )
+
+
 def refuse_unscopable(ctx: Context) -> None:
     """Constructs that reach elements without a pattern the rewrite can scope."""
     for node in ctx.parsed.walk():
-        if isinstance(node, ast.CallProcedure) and node.name.lower() not in NAME_ONLY_PROCEDURES:
+        if isinstance(node, ast.CallProcedure):
+            # No procedure answers from the caller's layers only: db.labels() & co. list names
+            # that only hidden elements carry, and index procedures rank hidden elements too
+            # (filtering their results afterwards would still leak through the top-k).
             raise SCOPE_UNSUPPORTED.rejected(
-                f"the procedure {node.name} returns elements or counts that no pattern scopes "
-                "(index procedures such as db.index.fulltext.queryNodes rank hidden elements too: "
-                "filtering their results afterwards would still leak through the top-k); use MATCH"
+                f"the procedure {node.name} answers from the whole database, not from the caller's layers; "
+                "use MATCH (and the schema tool for the labels, types and keys you can see)"
             )
         if isinstance(node, ast.FunctionCall) and not function_is_safe(node.name):
             raise SCOPE_UNSUPPORTED.rejected(
@@ -657,7 +668,13 @@ def refuse_unscoped(ctx: Context) -> None:
         )
 
 
-PASSES: tuple[Pass, ...] = (refuse_reserved_names, refuse_unscopable, scope_patterns, refuse_unscoped)
+PASSES: tuple[Pass, ...] = (
+    refuse_reserved_names,
+    refuse_element_ids,
+    refuse_unscopable,
+    scope_patterns,
+    refuse_unscoped,
+)
 
 
 def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates) -> str:

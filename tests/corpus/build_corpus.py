@@ -31,6 +31,16 @@ relabel = {
         "vector index procedures ignore label filters (scope leak family 11); not on the default allow-list",
     ),
     41: ("deny", "procedure.not_allowed", "dbms.* is never on the default allow-list"),
+    39: (
+        "deny",
+        "procedure.not_allowed",
+        "db.labels() names labels only hidden elements carry; the schema tool is scoped",
+    ),
+    40: (
+        "deny",
+        "procedure.not_allowed",
+        "db.labels() names labels only hidden elements carry; the schema tool is scoped",
+    ),
     82: (
         "deny",
         "procedure.not_allowed",
@@ -188,9 +198,9 @@ reads = [
     ("MATCH (n) CALL (*) { RETURN 1 AS one } RETURN n, one", ["call-subquery", "scope-star"]),
     ("MATCH (n) OPTIONAL CALL (n) { MATCH (n)-->(m) RETURN m } RETURN n, m", ["optional-call-subquery"]),
     ("MATCH (n) CALL { WITH n RETURN n.x AS x UNION WITH n RETURN n.y AS x } RETURN x", ["call-subquery", "union"]),
-    ("CALL db.labels() YIELD label WHERE label STARTS WITH 'A' RETURN label", ["procedure-allowlisted", "yield-where"]),
-    ("CALL db.relationshipTypes", ["procedure-allowlisted", "no-parens"]),
-    ("CALL db.propertyKeys() YIELD propertyKey AS key RETURN key ORDER BY key", ["procedure-allowlisted"]),
+    ("CALL db.labels() YIELD label WHERE label STARTS WITH 'A' RETURN label", ["schema-procedure", "yield-where"]),
+    ("CALL db.relationshipTypes", ["schema-procedure", "no-parens"]),
+    ("CALL db.propertyKeys() YIELD propertyKey AS key RETURN key ORDER BY key", ["schema-procedure"]),
     ("MATCH (n:Person) USING INDEX n:Person(name) WHERE n.name = 'x' RETURN n", ["hint"]),
     ("MATCH (n:Person) USING SCAN n:Person RETURN n", ["hint"]),
     ("MATCH (a)-->(b) USING JOIN ON b RETURN a, b", ["hint"]),
@@ -223,7 +233,12 @@ reads = [
 for q, tags in reads:
     if "apoc." in q:
         tags = [*tags, "requires-apoc"]
-    add(q, "allow", label=R, tags=tags, params={k: "name" for k in ("since", "p", "s", "key", "id") if f"${k}" in q})
+    # The default policy refuses schema procedures (they name what only hidden elements carry):
+    # the parser reads them under the permissive policy; the refusals are at the end.
+    add(
+        q, "allow", label=R, tags=tags, params={k: "name" for k in ("since", "p", "s", "key", "id") if f"${k}" in q},
+        policy="permissive" if "schema-procedure" in tags else "default",
+    )  # fmt: skip
 
 # recall needs $repository and $taskId
 rp = {"repository": "acme/api", "taskId": "T-1"}
@@ -832,6 +847,18 @@ add(
     tags=["dollar-in-identifier"],
     note="Neo4j reads RETURN$n as one identifier",
 )
+
+# Schema procedures under the default policy (the parser reads them above, under the permissive one).
+for q, tags in reads:
+    if "schema-procedure" in tags:
+        add(
+            q,
+            "deny",
+            "procedure.not_allowed",
+            label="READ-REFUSED-BY-POLICY",
+            tags=tags,
+            note="labels, types and keys only hidden elements carry would be listed; the schema tool answers scoped",
+        )
 
 # sanity: every case decides as labelled with the current guard
 bad = []

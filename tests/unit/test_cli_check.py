@@ -84,7 +84,15 @@ def test_bad_tool_is_a_usage_error() -> None:
 def test_policy_show_is_a_readable_table() -> None:
     result = run("policy", "show")
     assert result.returncode == 0
-    for needle in ("recall", "analyze", "db.labels", "apoc.load.*", "limits.max_rows", "512000", "write.clause"):
+    for needle in (
+        "recall",
+        "analyze",
+        "apoc.load.*",
+        "limits.max_rows",
+        "512000",
+        "write.clause",
+        "scope.unsupported",
+    ):
         assert needle in result.stdout, needle
 
 

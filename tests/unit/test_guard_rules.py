@@ -73,15 +73,24 @@ def test_limits_come_from_the_policy() -> None:
 def test_clause_allow_list_is_per_tool() -> None:
     decision = check("CALL db.labels()", {}, "recall", DEFAULT)
     assert decision.rule == "clause.not_allowed"
-    assert check("CALL db.labels()", {}, "analyze", DEFAULT).allowed
+    # analyze allows the CALL clause, so its (empty) procedure allow-list decides.
+    assert check("CALL db.labels()", {}, "analyze", DEFAULT).rule == "procedure.not_allowed"
+
+
+@pytest.mark.parametrize("procedure", ["db.labels", "db.relationshipTypes", "db.propertyKeys"])
+def test_the_default_policy_allows_no_schema_procedure(procedure: str) -> None:
+    # They name labels, types and keys that only hidden elements carry; the schema tool answers scoped.
+    for tool in ("recall", "analyze"):
+        assert not check(f"CALL {procedure}()", {}, tool, DEFAULT).allowed, (tool, procedure)
 
 
 def test_procedure_allow_list_is_exact() -> None:
-    for name in ("db.labelsX", "db.label", "db", "db.labels.x", "`db.labels`.x"):
-        decision = check(f"CALL {name}()", {}, "analyze", DEFAULT)
+    listing = _with(procedures_allowed=frozenset({"db.labels"}))
+    for name in ("db.labelsX", "db.label", "db", "db.labels.x", "`db.labels`.x", "DB.LABELS"):
+        decision = check(f"CALL {name}()", {}, "analyze", listing)
         assert decision.rule == "procedure.not_allowed", name
     # A single backticked name "db.labels" is the same string and so the same allow-list entry.
-    assert check("CALL `db`.`labels`()", {}, "analyze", DEFAULT).allowed
+    assert check("CALL `db`.`labels`()", {}, "analyze", listing).allowed
 
 
 @pytest.mark.parametrize("key", ["__gw_scope", "__gwanything", "__GW_x", "__mentis", "__Mentis_layers"])

@@ -55,6 +55,10 @@ def test_a_case_needs_an_expectation_and_must_reject_stands_alone() -> None:
     with pytest.raises(ValidationError, match="case id"):
         _case(id="has space", max_rows=1)
     assert _case(max_rows=0).max_rows == 0
+    # "No notification at all" is an expectation of its own; leaving the field out checks nothing.
+    assert _case(expect_notifications=[]).expect_notifications == ()
+    with pytest.raises(ValidationError, match="stands alone"):
+        _case(must_reject="write.clause", expect_notifications=[])
 
 
 def test_suite_checks_ids_principal_and_tool(tmp_path: Path) -> None:
@@ -143,8 +147,9 @@ def test_seed_file_splits_into_statements() -> None:
 # --- the matcher finds nested values -------------------------------------------------------------
 
 HIDDEN = FixtureElement(
-    key="fact-b-1", element_ids=frozenset({"4:x:9"}), fingerprints=frozenset({"fact-b-1", "beta launch date is 2027"})
-)
+    key="fact-b-1", element_ids=frozenset({"4:x:9"}), fingerprints=frozenset({"fact-b-1", "beta launch date is 2027"}),
+    relationships=frozenset({"about-fact-b-1"}),
+)  # fmt: skip
 MATCHER = Matcher("uid", {"fact-b-1": HIDDEN})
 
 
@@ -167,6 +172,7 @@ def _rel(element_id: str, start: str, end: str, rel_type: str = "NEXT") -> dict[
         {"a": [{"b": [_node("4:x:9", "fact-b-1")]}]},  # nested in maps and lists
         {"$type": "path", "nodes": [_node("4:x:1", "g"), _node("4:x:9", "x")], "relationships": []},
         _rel("5:x:1", "4:x:1", "4:x:9"),  # a visible edge pointing at the hidden node
+        _rel("r1", "n1", "n2") | {"properties": {"uid": "about-fact-b-1"}},  # the same, known by its key
         "fact-b-1",
         "4:x:9",
         ["prefix: beta launch date is 2027 and more"],  # a fingerprint inside a longer string

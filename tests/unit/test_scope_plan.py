@@ -46,6 +46,7 @@ def test_a_plan_holds_the_rewrite_the_parameter_the_result_check_and_the_error_p
     assert plan.result_check.layers == ["project-a", "project-b"]
     assert plan.result_check.layers_property == POLICY.scope.layers_property
     assert plan.withhold_error_details is True
+    assert plan.withhold_data_notifications is True
 
 
 def test_both_layers_hide_the_same_relationship_types() -> None:
@@ -69,6 +70,7 @@ def test_each_scope_layer_can_be_switched_off_alone(layers: LayerSwitches, rewri
     assert (plan.cypher != QUERY) is rewritten
     assert (plan.result_check is not None) is checked
     assert plan.withhold_error_details is rewritten
+    assert plan.withhold_data_notifications is rewritten
     assert plan.params == {POLICY.scope.scope_parameter: ["project-a", "project-b"]}
 
 

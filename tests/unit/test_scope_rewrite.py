@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gateway import guard, scope
-from gateway.domain import Principal
+from gateway.domain import LayerSwitches, Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
 
@@ -102,9 +102,13 @@ def test_the_scope_parameter_and_property_come_from_the_policy() -> None:
     "attack, why",
     [
         # Index procedures rank hidden elements too and ignore label filters.
-        ("CALL db.index.fulltext.queryNodes('facts', 'vault') YIELD node RETURN node", "index procedures"),
-        ("CALL db.index.vector.queryNodes('emb', 5, [0.1, 0.2]) YIELD node RETURN node", "index procedures"),
-        ("CALL db.schema.visualization()", "procedure"),
+        ("CALL db.index.fulltext.queryNodes('facts', 'vault') YIELD node RETURN node", "whole database"),
+        ("CALL db.index.vector.queryNodes('emb', 5, [0.1, 0.2]) YIELD node RETURN node", "whole database"),
+        ("CALL db.schema.visualization()", "whole database"),
+        # Schema procedures name labels, types and keys that only hidden elements carry.
+        ("CALL db.labels() YIELD label RETURN label", "schema tool"),
+        ("CALL db.relationshipTypes", "schema tool"),
+        ("MATCH (n) CALL { CALL db.propertyKeys() YIELD propertyKey RETURN propertyKey } RETURN n", "schema tool"),
         # Functions that fetch elements by id or count relationships bypass every pattern.
         ("MATCH (a) RETURN apoc.node.degree(a)", "apoc.node.degree"),
         ("RETURN apoc.nodes.get([1, 2, 3])", "apoc.nodes.get"),
@@ -122,6 +126,32 @@ def test_constructs_the_rewrite_cannot_scope_are_refused(attack: str, why: str) 
     assert why in reason, reason
 
 
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "MATCH (n:Fact) RETURN id(n) AS i",
+        "MATCH (n:Fact) RETURN elementId(n) AS i",
+        "MATCH (n:Fact) RETURN n.uid ORDER BY ID(n)",  # the order alone shows the gaps' positions
+        "MATCH (n:Fact) WHERE id(n) > 10 RETURN n.uid",
+        "MATCH (n:Fact) WITH n ORDER BY elementid(n) RETURN collect(n.uid) AS uids",
+        "MATCH (a)-[r]->(b) RETURN [x IN [a, b] | ElementId(x)] AS ids, id(r) AS rid",
+        "RETURN COUNT { MATCH (n) WHERE id(n) < $probe } AS below",
+    ],
+)
+def test_element_ids_are_refused_under_scope(attack: str) -> None:
+    decision = guard.check(attack, {"probe": 5}, "analyze", POLICY)
+    assert decision.allowed and decision.parsed is not None, decision.reason  # the guard itself lets them pass
+    with pytest.raises(QueryRejected) as info:
+        scope.plan(decision.parsed, POLICY, "analyze", ANYONE)
+    assert info.value.rule == "scope.element_id" and "gaps" in info.value.reason
+
+
+def test_element_ids_pass_with_the_rewrite_off() -> None:
+    # Nothing is hidden without the rewrite (tests only): the refusal belongs to scope, not to the guard.
+    plan = scope.plan("MATCH (n) RETURN id(n)", POLICY, "analyze", ANYONE, LayerSwitches(scope_rewrite=False))
+    assert plan.cypher == "MATCH (n) RETURN id(n)"
+
+
 def test_a_query_referencing_the_reserved_scope_parameter_is_refused() -> None:
     # Guard rejects a caller-supplied key; the rewrite also refuses the text naming it.
     decision = guard.check("MATCH (a) WHERE $__gw_scope IS NOT NULL RETURN a", {}, "analyze", POLICY)
@@ -132,8 +162,7 @@ def test_a_query_referencing_the_reserved_scope_parameter_is_refused() -> None:
         assert decision.rule is not None
 
 
-def test_schema_name_procedures_pass_and_start_end_node_are_allowed() -> None:
-    assert rewritten("CALL db.labels() YIELD label RETURN label") == "CALL db.labels() YIELD label RETURN label"
+def test_start_and_end_node_are_allowed() -> None:
     out = rewritten("MATCH ()-[r]->() RETURN startNode(r).id, endNode(r).id")
     assert "relationships(__gw_p1)" in out
 

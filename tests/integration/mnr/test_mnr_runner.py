@@ -114,6 +114,28 @@ def test_a_wrong_expectation_fails(tmp_path: Path, session: MnrSession) -> None:
     assert by_id["too-many-rows"].failures == ["5 row(s), at most 2 expected"]
 
 
+def test_notifications_are_judged_exactly(
+    tmp_path: Path, session: MnrSession, neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner
+) -> None:
+    suite = _suite(
+        tmp_path,
+        """\
+        - id: unknown-label
+          query: MATCH (n:MnrNeverUsedLabel) RETURN count(n) AS n
+          expect_notifications: []
+        - id: deprecation
+          query: "MATCH (f:MnrFixture:Fact {uid: 'fact-a-1'}) CALL { WITH f RETURN f.uid AS u } RETURN u"
+          expect_notifications: ["01N00", "01N50"]
+        """,
+    )
+    by_id = {o.case_id: o for o in session.run_suite(suite)}
+    assert by_id["unknown-label"].status == "passed", by_id["unknown-label"].message()
+    assert by_id["deprecation"].failures == ["notifications ['01N00'], expected ['01N00', '01N50']"]
+    with MnrSession(connection=neo4j_connection, runner=shared_runner, layers=LayerSwitches(scope_rewrite=False)) as s:
+        unscoped = s.run_suite(suite)[0]
+    assert unscoped.failures == ["notifications ['01N50'], expected []"]
+
+
 def test_rejections_must_match_the_rule(tmp_path: Path, session: MnrSession) -> None:
     suite = _suite(
         tmp_path,

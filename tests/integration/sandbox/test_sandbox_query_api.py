@@ -9,8 +9,11 @@ from urllib.parse import urlparse
 
 import pytest
 
+from gateway.domain import Principal
 from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, remove_leftovers
+from gateway.service import Gateway
 from tests.support.graph import count_label, unique_label
 from tests.support.jobs import SettingsFactory, make_job
 
@@ -50,3 +53,19 @@ def test_query_api_truncates_and_refuses_writes(query_api_runner: SandboxRunner,
     refused = query_api_runner.run(make_job(f"CREATE (:{pwned})", explain_check=False))
     assert refused.error is not None and refused.error.neo4j_code == "Neo.ClientError.Statement.AccessMode"
     assert count_label(neo4j_driver, pwned) == 0
+
+
+def test_query_api_notifications_carry_codes_and_scope_keeps_the_text_only_ones(
+    query_api_runner: SandboxRunner, seeded: str
+) -> None:
+    # The Query API sends Neo4j codes without GQL statuses: the code decides what a scoped caller sees.
+    cypher = f"MATCH (n:Never{seeded}) CALL {{ WITH n RETURN 1 AS x }} RETURN count(x) AS c"
+    raw = query_api_runner.run(make_job(cypher))
+    assert raw.ok, raw.error
+    deprecated, unknown_label = (
+        "Neo.ClientNotification.Statement.FeatureDeprecationWarning",
+        "Neo.ClientNotification.Statement.UnknownLabelWarning",
+    )
+    assert {(n.gql_status, n.code) for n in raw.notifications} == {(None, deprecated), (None, unknown_label)}
+    scoped = Gateway(load_policy(), query_api_runner).run("analyze", cypher, {}, Principal(name="anyone"))
+    assert [n.code for n in scoped.notifications] == [deprecated]

@@ -315,7 +315,6 @@ def test_error_messages_carry_no_unquoted_values(
         assert leaked not in str(exc), str(exc)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="LEAK (documented limit): db.labels() lists hidden names")
 @pytest.mark.parametrize(
     ("procedure", "hidden_name"),
     [
@@ -324,12 +323,22 @@ def test_error_messages_carry_no_unquoted_values(
         ("db.propertyKeys() YIELD propertyKey AS name", "hiddenKey{L}"),
     ],
 )
-def test_schema_procedures_list_names_only_hidden_elements_carry(
-    gw: Gateway, L: str, procedure: str, hidden_name: str
+def test_schema_procedures_never_name_what_only_hidden_elements_carry(
+    sandbox_runner: SandboxRunner, L: str, procedure: str, hidden_name: str
 ) -> None:
-    # The default analyze policy allows these three; the schema tool (Gateway.schema) answers the
-    # same question scoped. SECURITY.md (layer 2) lists this as a known limit.
+    # The schema tool answers the same question scoped (test_schema_tool_lists_only_visible_names).
     name = hidden_name.format(L=L)
     # Filtered to the one name, so the shared database's other names cannot truncate it away.
-    result = gw.run("analyze", f"CALL {procedure} WHERE name = $name RETURN name", {"name": name}, A)
-    assert name not in json.dumps(result.rows)
+    cypher = f"CALL {procedure} WHERE name = $name RETURN name"
+    tools = dict(POLICY.tools)
+    tools["analyze"] = tools["analyze"].model_copy(
+        update={"procedures_allowed": frozenset({"db.labels", "db.relationshipTypes", "db.propertyKeys"})}
+    )
+    allowing: Policy = POLICY.model_copy(update={"tools": tools})
+    unscoped = Gateway(allowing, sandbox_runner, layers=LayerSwitches(scope_rewrite=False))
+    assert column(unscoped.run("analyze", cypher, {"name": name}, A)) == [name]  # the leak is real
+    # The default policy lists no procedure; were one listed, the scope rewrite refuses every call.
+    for policy, rule in ((POLICY, "procedure.not_allowed"), (allowing, "scope.unsupported")):
+        with pytest.raises(QueryRejected) as refused:
+            Gateway(policy, sandbox_runner).run("analyze", cypher, {"name": name}, A)
+        assert refused.value.rule == rule, refused.value.reason

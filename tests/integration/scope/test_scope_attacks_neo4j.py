@@ -375,7 +375,7 @@ SWEEP = [
     "MATCH (n:ScopeT {name:'g1'}) RETURN EXISTS { MATCH (n)-->(m) WHERE m.name = 'b1' } AS x",
     "MATCH (n:ScopeT {name:'g1'}) OPTIONAL MATCH (n)-[r]->(m) RETURN r.name, m.name",
     "MATCH p = allShortestPaths((a:ScopeT {name:'g1'})-[*..3]-(b:ScopeT {name:'g2'})) RETURN p",
-    "MATCH (a:ScopeT {name:'g1'}) MATCH (b:ScopeT) WHERE elementId(b) <> elementId(a) RETURN b.name",
+    "MATCH (a:ScopeT {name:'g1'}) MATCH (b:ScopeT) WHERE b <> a RETURN b.name",
     "MATCH (a:ScopeT) RETURN a.name AS n UNION ALL MATCH (b:ScopeT)-->(c) RETURN c.name AS n",
     "MATCH (n:ScopeT {name:'g1'}) RETURN [x IN [(n)-->(m) | m] | x.name] AS x",
     "MATCH (n:ScopeT) WHERE COUNT { (n)-->(:Secret) } > 0 RETURN n.name",
