@@ -19,12 +19,19 @@ the tree received one, so a construct nobody taught the rewrite is refused,
 never run unscoped.
 
 The second idea closes the error oracle: Neo4j may evaluate an agent's condition
-on an element as soon as it is bound, before the path predicate, so every
-condition the agent wrote that could raise (``1 / x``, ``date(s)``) is put
-behind the visibility of what it runs on: ``CASE WHEN <visible> THEN (cond)
-ELSE false END``. A MATCH-level condition waits for its whole pattern; one
-inside a pattern (inline WHERE, property map, quantified-path WHERE) for the
-elements it is attached to and names.
+on an element as soon as it is bound, before the path predicate, so a WHERE
+holding a condition that could raise (``1 / x``, ``date(s)``) is put behind the
+visibility of what it runs on: ``CASE WHEN <visible> THEN (where) ELSE false
+END``. A MATCH-level WHERE waits for its whole pattern; one inside a pattern
+(inline WHERE, property map, quantified-path WHERE) for the elements it is
+attached to and names.
+
+Cost: the text grows linearly with the agent's. Each pattern's predicate is
+written once at the root of its WHERE; the guard in front of an agent's WHERE
+names the paths (or elements) it waits for in one predicate, once per WHERE
+whatever its number of conditions; ``plan`` refuses a result longer than the
+policy's ``max_rewritten_chars``. Every analysis here is iterative or recurses
+only into bracketed nesting, which the parser bounds.
 """
 
 from __future__ import annotations
@@ -283,18 +290,21 @@ def _name_part(ctx: Context, part: ast.PatternPart) -> str:
 def _add_condition(
     ctx: Context, owner: ast.Node, where: ast.Expr | None, after: int, paths: list[tuple[str, ast.Path]]
 ) -> None:
-    """AND ``condition`` into ``where``, or add ``WHERE condition`` at offset ``after``.
+    """AND the visibility of ``paths`` into ``where``, or add ``WHERE <visibility>`` at offset ``after``.
 
-    Each conjunct of the agent's WHERE that could raise is also put behind
-    ``condition`` (see ``guard_conjuncts``), so it never runs on a hidden element.
+    Each path's predicate is a conjunct of its own at the root of the WHERE (the planner can
+    apply it as soon as that path is bound, and shortestPath during its search). If the agent's
+    WHERE could raise, it also runs behind one guard naming all of ``paths`` (``guard_where``).
     """
     condition = _condition(ctx, paths)
     if where is None:
         ctx.edits.close(owner, f" WHERE {condition}", offset=after)
-    else:
-        ctx.edits.open(where, "(")
-        ctx.edits.close(where, f") AND {condition}")
-        guard_conjuncts(ctx, where, condition, _elements_of(owner), frozenset(name for name, _ in paths))
+        return
+    shapes = [(name, _has_relationships(path)) for name, path in paths]
+    guard_where(
+        ctx, where, lambda _: ctx.predicates.visible_paths(shapes), _elements_of(owner),
+        frozenset(name for name, _ in paths), then=f" AND {condition}",
+    )  # fmt: skip
 
 
 def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
@@ -308,28 +318,37 @@ def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
 #
 # Neo4j may evaluate an agent's condition on an element as soon as it is bound (a middle node,
 # an element inside a quantified path), before the path-level scope predicate. A condition
-# that raises on a hidden value (1 / 0, date('x')) then reports that the value exists. So every
-# agent condition that *could* raise is wrapped as `CASE WHEN <visible> THEN (cond) ELSE false
-# END`: CASE evaluates a branch only once it is selected. Conditions that cannot raise (a
-# comparison of an element's property with a literal) stay as written, so the planner can still
-# use them for index seeks.
+# that raises on a hidden value (1 / 0, date('x')) then reports that the value exists. So an
+# agent WHERE holding a condition that *could* raise runs as `CASE WHEN <visible> THEN (where)
+# ELSE false END`: CASE evaluates a branch only once it is selected. One CASE per WHERE, whatever
+# its number of conjuncts, and its guard names the paths or elements it waits for rather than
+# repeating their predicates, so the rewritten text stays linear in the agent's. The conjuncts
+# that cannot raise (a comparison of an element's property with a literal) are also repeated in
+# front of the CASE, as written, so the planner can still use them for index seeks.
 
 # Operators that never raise on any operand types (they yield null instead).
 _VALUE_COMPARISONS = frozenset({"=", "<>", "<", ">", "<=", ">=", "STARTS_WITH", "ENDS_WITH", "CONTAINS"})
+_LOGICAL = frozenset({"AND", "OR", "XOR"})
 
 
 def _value_cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
     """A value that is computed without any operation that can fail."""
-    expr = ast.unparen(expr)
-    if isinstance(expr, ast.Literal | ast.Parameter | ast.Variable):
-        return True
-    if isinstance(expr, ast.Property):
-        # Only on an element of this pattern: `s.key` raises when s is a string or a list.
-        subject = ast.unparen(expr.subject)
-        return isinstance(subject, ast.Variable) and subject.name in elements
-    if isinstance(expr, ast.ListLiteral):
-        return all(_value_cannot_raise(item, elements) for item in expr.items)
-    return False
+    pending = [expr]
+    while pending:
+        value = ast.unparen(pending.pop())
+        if isinstance(value, ast.Literal | ast.Parameter | ast.Variable):
+            continue
+        if isinstance(value, ast.Property):
+            # Only on an element of this pattern: `s.key` raises when s is a string or a list.
+            subject = ast.unparen(value.subject)
+            if isinstance(subject, ast.Variable) and subject.name in elements:
+                continue
+            return False
+        if isinstance(value, ast.ListLiteral):
+            pending.extend(value.items)
+            continue
+        return False
+    return True
 
 
 def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str] = frozenset()) -> bool:
@@ -340,29 +359,42 @@ def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str]
     this pattern's elements; and all/any/none/single over ``nodes(p)``/``relationships(p)`` of one
     of this pattern's ``paths`` with such a condition (shortestPath can then still apply it during
     its search). `AND` of a non-boolean raises, so its operands must be conditions.
+
+    Iterative: a flat chain of 2,000 ORs is as deep as the tree gets without brackets.
     """
-    expr = ast.unparen(expr)
-    if isinstance(expr, ast.Literal):
-        return expr.kind in ("boolean", "null")
-    if isinstance(expr, ast.BinaryOp):
-        if expr.op in ("AND", "OR", "XOR"):
-            return cannot_raise(expr.left, elements, paths) and cannot_raise(expr.right, elements, paths)
-        if expr.op in _VALUE_COMPARISONS:
-            return _value_cannot_raise(expr.left, elements) and _value_cannot_raise(expr.right, elements)
-        if expr.op == "IN":  # `x IN 5` raises: the right side must be a list literal
-            operands_safe = _value_cannot_raise(expr.left, elements) and _value_cannot_raise(expr.right, elements)
-            return isinstance(ast.unparen(expr.right), ast.ListLiteral) and operands_safe
-        return False
-    if isinstance(expr, ast.UnaryOp):
-        return expr.op.upper() == "NOT" and cannot_raise(expr.operand, elements, paths)
-    if isinstance(expr, ast.IsNull | ast.TypePredicate):
-        return _value_cannot_raise(expr.operand, elements)
-    if isinstance(expr, ast.LabelCheck):
-        subject = ast.unparen(expr.subject)
-        return isinstance(subject, ast.Variable) and subject.name in elements
-    if isinstance(expr, ast.Quantified) and expr.where is not None and _is_path_elements(expr.source, paths):
-        return cannot_raise(expr.where, elements | {expr.variable.name}, paths)
-    return False
+    pending: list[tuple[ast.Expr, frozenset[str]]] = [(expr, elements)]
+    while pending:
+        node, names = pending.pop()
+        node = ast.unparen(node)
+        if isinstance(node, ast.Literal):
+            safe = node.kind in ("boolean", "null")
+        elif isinstance(node, ast.BinaryOp) and node.op in _LOGICAL:
+            pending += [(node.left, names), (node.right, names)]
+            continue
+        elif isinstance(node, ast.BinaryOp) and node.op in _VALUE_COMPARISONS:
+            safe = _value_cannot_raise(node.left, names) and _value_cannot_raise(node.right, names)
+        elif isinstance(node, ast.BinaryOp) and node.op == "IN":  # `x IN 5` raises: a list literal only
+            safe = (
+                isinstance(ast.unparen(node.right), ast.ListLiteral)
+                and _value_cannot_raise(node.left, names)
+                and _value_cannot_raise(node.right, names)
+            )
+        elif isinstance(node, ast.UnaryOp) and node.op.upper() == "NOT":
+            pending.append((node.operand, names))
+            continue
+        elif isinstance(node, ast.IsNull | ast.TypePredicate):
+            safe = _value_cannot_raise(node.operand, names)
+        elif isinstance(node, ast.LabelCheck):
+            subject = ast.unparen(node.subject)
+            safe = isinstance(subject, ast.Variable) and subject.name in names
+        elif isinstance(node, ast.Quantified) and node.where is not None and _is_path_elements(node.source, paths):
+            pending.append((node.where, names | {node.variable.name}))
+            continue
+        else:
+            safe = False
+        if not safe:
+            return False
+    return True
 
 
 def _is_path_elements(expr: ast.Expr, paths: frozenset[str]) -> bool:
@@ -385,19 +417,41 @@ def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
     return out
 
 
-def guard_conjuncts(
-    ctx: Context, where: ast.Expr, guard: str, elements: frozenset[str], paths: frozenset[str] = frozenset()
+def _risky_conjuncts(where: ast.Expr, elements: frozenset[str], paths: frozenset[str]) -> list[ast.Expr]:
+    return [c for c in _conjuncts(where) if not cannot_raise(c, elements, paths)]
+
+
+def guard_where(
+    ctx: Context,
+    where: ast.Expr,
+    guard: str | Callable[[list[ast.Expr]], str],
+    elements: frozenset[str],
+    paths: frozenset[str] = frozenset(),
+    *,
+    then: str = "",
 ) -> None:
-    """Put every conjunct of ``where`` that could raise behind ``guard`` (its value is unchanged where it runs)."""
-    for conjunct in _conjuncts(where):
-        if cannot_raise(conjunct, elements, paths):
-            continue
-        if not guard:
-            raise SCOPE_UNSUPPORTED.rejected(
-                f"the condition {ctx.parsed.source(conjunct)!r} could fail on a hidden element and names no "
-                "element of its pattern to check first; move it into the MATCH's WHERE"
-            )
-        _behind(ctx, conjunct, guard, otherwise="false")
+    """Run ``where`` only once ``guard`` holds, if any of its conjuncts could raise; append ``then``.
+
+    ``guard`` is the guard's text, or builds it from the conjuncts that could raise (an empty
+    text: nothing to check them behind, refuse). Without any, ``where`` stays as written:
+    ``(where)`` followed by ``then``.
+    """
+    risky = _risky_conjuncts(where, elements, paths)
+    if not risky:
+        if then:
+            ctx.edits.open(where, "(")
+            ctx.edits.close(where, f"){then}")
+        return
+    text = guard if isinstance(guard, str) else guard(risky)
+    if not text:
+        raise SCOPE_UNSUPPORTED.rejected(
+            f"the condition {ctx.parsed.source(risky[0])!r} could fail on a hidden element and names no "
+            "element of its pattern to check first; move it into the MATCH's WHERE"
+        )
+    flagged = set(risky)
+    seekable = "".join(f"({ctx.parsed.source(c)}) AND " for c in _conjuncts(where) if c not in flagged)
+    ctx.edits.open(where, f"{seekable}CASE WHEN {text} THEN (")
+    ctx.edits.close(where, f") ELSE false END{then}")
 
 
 def _behind(ctx: Context, expr: ast.Expr, guard: str, *, otherwise: str) -> None:
@@ -421,7 +475,7 @@ def _env(path: ast.Path) -> dict[str, str]:
             listed = element.length is not None or element.quantifier is not None
             env[element.variable.name] = _RELS if listed else _REL
         elif isinstance(element, ast.QuantifiedPath) and element.quantifier is None:
-            env.update(_env(element.path))  # `((a)-->(b))`: a plain group binds singletons
+            env.update(_env(element.path))  # `((a)-->(b))`: a plain group binds singletons (bracket-bounded depth)
     return env
 
 
@@ -437,22 +491,18 @@ def _elements_of(owner: ast.Node) -> frozenset[str]:
     return frozenset(name for path in _owner_paths(owner) for name, kind in _env(path).items() if kind in (_NODE, _REL))
 
 
-def _visible_element(ctx: Context, name: str, kind: str) -> str:
-    var = quote_name(name)
-    if kind == _NODE:
-        return f"({ctx.predicates.visible(var)})"
-    if kind == _REL:
-        return f"({ctx.predicates.visible_relationship_with_endpoints(var)})"
-    item = f"{GENERATED_PREFIX}e"
-    return f"all({item} IN {var} WHERE {ctx.predicates.visible_relationship_with_endpoints(item)})"
-
-
 def _element_guard(ctx: Context, env: dict[str, str], names: set[str]) -> str:
-    return " AND ".join(_visible_element(ctx, name, env[name]) for name in sorted(names) if name in env)
+    """One predicate: every element of ``env`` named in ``names`` is visible ("" when none is)."""
+    chosen = sorted(name for name in names if name in env)
+    return ctx.predicates.visible_elements(
+        [quote_name(n) for n in chosen if env[n] == _NODE],
+        [quote_name(n) for n in chosen if env[n] == _REL],
+        [quote_name(n) for n in chosen if env[n] == _RELS],
+    )
 
 
-def _referenced(expr: ast.Node) -> set[str]:
-    return {node.name for node in expr.walk() if isinstance(node, ast.Variable)}
+def _referenced(exprs: list[ast.Expr]) -> set[str]:
+    return {node.name for expr in exprs for node in expr.walk() if isinstance(node, ast.Variable)}
 
 
 def _guard_value(ctx: Context, value: ast.Expr, guard: str, elements: frozenset[str]) -> None:
@@ -474,12 +524,12 @@ def _guard_element(ctx: Context, element: ast.NodePattern | ast.RelPattern, env:
         local[element.variable.name] = _REL  # a quantified relationship is a single one in its own WHERE
     singletons = frozenset(n for n, k in local.items() if k in (_NODE, _REL))
     if element.where is not None:
-        guard = _element_guard(ctx, local, own | (_referenced(element.where) & set(local)))
-        guard_conjuncts(ctx, element.where, guard, singletons)
+        guard_where(ctx, element.where, lambda risky: _element_guard(ctx, local, own | _referenced(risky)), singletons)
     if isinstance(element.properties, ast.MapLiteral):
         for entry in element.properties.entries:
-            guard = _element_guard(ctx, local, own | (_referenced(entry.value) & set(local)))
-            _guard_value(ctx, entry.value, guard, singletons)
+            if not _value_cannot_raise(entry.value, singletons):
+                guard = _element_guard(ctx, local, own | _referenced([entry.value]))
+                _guard_value(ctx, entry.value, guard, singletons)
 
 
 def guard_path_conditions(ctx: Context, path: ast.Path) -> None:
@@ -491,8 +541,8 @@ def guard_path_conditions(ctx: Context, path: ast.Path) -> None:
             if element.where is not None:
                 # Every element of the group is in scope here: check them all, not only those named.
                 singletons = frozenset(n for n, k in inner.items() if k in (_NODE, _REL))
-                guard_conjuncts(ctx, element.where, _element_guard(ctx, inner, set(inner)), singletons)
-            guard_path_conditions(ctx, element.path)
+                guard_where(ctx, element.where, _element_guard(ctx, inner, set(inner)), singletons)
+            guard_path_conditions(ctx, element.path)  # depth bounded by the brackets
         else:
             _guard_element(ctx, element, env)
 
@@ -548,7 +598,7 @@ def scope_patterns(ctx: Context) -> None:
     """Give every pattern a path variable and a visibility condition in its own WHERE.
 
     In the same walk, every agent condition that could raise is put behind the visibility of
-    what it runs on (``guard_conjuncts``, ``guard_path_conditions``). It has to be the same
+    what it runs on (``guard_where``, ``guard_path_conditions``). It has to be the same
     pre-order walk: a guarded conjunct can have the very span of a pattern predicate, and the
     guard must be registered first to wrap the EXISTS the predicate becomes (edits.py).
     """

@@ -166,28 +166,45 @@ def test_a_condition_that_cannot_raise_stays_as_written() -> None:
 )
 def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str) -> None:
     out = rewritten(f"MATCH p = (a)-->(x)-->(b) WHERE a.id = 'x' AND {condition} RETURN b")
-    assert "a.id = 'x' AND CASE WHEN (all(__gw_x IN nodes(p) WHERE" in out
-    assert f"THEN ({condition}) ELSE false END" in out
+    # The whole WHERE runs behind the path's visibility; the condition that cannot raise is
+    # repeated in front, as written, for the planner.
+    assert "WHERE (a.id = 'x') AND CASE WHEN all(__gw_x IN nodes(p) WHERE" in out
+    assert f"THEN (a.id = 'x' AND {condition}) ELSE false END AND (all(__gw_x IN nodes(p) WHERE" in out
 
 
-def test_only_the_conjuncts_that_could_raise_are_guarded_and_parentheses_stay_balanced() -> None:
+def test_one_guard_per_where_with_the_conditions_that_cannot_raise_repeated_in_front() -> None:
     out = rewritten("MATCH (a) WHERE ((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2 RETURN a")
-    assert "THEN ((1 / a.n = 1) OR (a.x = 1)) ELSE false END) AND a.y = 2" in out
+    assert "WHERE (a.y = 2) AND CASE WHEN " in out
+    assert "THEN (((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2) ELSE false END AND (all(" in out
+    # A repeated condition keeps its own parentheses: an OR must not bind looser than the AND after it.
+    out = rewritten("MATCH (a) WHERE (a.x = 1 OR a.y = 2) AND 1 / a.n = 1 RETURN a")
+    assert "WHERE (a.x = 1 OR a.y = 2) AND CASE WHEN " in out
+
+
+def test_the_guard_names_every_path_once_however_many_conditions_could_raise() -> None:
+    out = rewritten("MATCH (a), (b)-->(c) WHERE 1 / a.n = 1 AND 1 / b.n = 1 AND 1 / c.n = 1 RETURN a")
+    assert out.count("CASE WHEN all(__gw_x IN nodes(__gw_p1) + nodes(__gw_p2) WHERE") == 1
+    assert "all(__gw_r IN relationships(__gw_p2) WHERE" in out.split(" THEN (")[0]
+    assert out.count(" ELSE false END AND (all(") == 1
 
 
 @pytest.mark.parametrize(
     "cypher, guarded",
     [
         # Inline WHERE of a middle node: behind that node's visibility.
-        ("MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z", "(y WHERE CASE WHEN (CASE WHEN y.layers IS NULL"),
+        ("MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z", "(y WHERE CASE WHEN all(__gw_x IN [y] WHERE CASE"),
         # Quantified path: behind every element of the group.
-        ("MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z", "WHERE CASE WHEN ((CASE WHEN r.layers"),
+        (
+            "MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z",
+            "WHERE CASE WHEN all(__gw_x IN [u, v] WHERE CASE WHEN __gw_x.layers IS NULL",
+        ),
+        ("MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z", "all(__gw_e IN [r] WHERE"),
         # Quantified relationship: the relationship and both its endpoints.
-        ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(r).layers"),
+        ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(__gw_e).layers"),
         # A property map value that could raise: behind the element, null (no match) otherwise.
-        ("MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z", "(z {n: CASE WHEN (CASE WHEN y.layers IS NULL"),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE (CASE WHEN (all(__gw_x IN nodes(__gw_p2)"),
-        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE (CASE WHEN (all(__gw_x IN nodes("),
+        ("MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z", "(z {n: CASE WHEN all(__gw_x IN [y, z] WHERE CASE"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE CASE WHEN all(__gw_x IN nodes(__gw_p2)"),
+        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE CASE WHEN all(__gw_x IN nodes("),
     ],
 )
 def test_conditions_inside_patterns_are_guarded(cypher: str, guarded: str) -> None:
