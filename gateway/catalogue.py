@@ -114,6 +114,11 @@ SCOPE_UNSUPPORTED = Rule(
     "on a hidden element, and any pattern that did not receive its visibility predicate.",
     "scope",
 )
+SCOPE_TOO_LARGE = Rule(
+    "scope.too_large",
+    "A query whose scoped form would be longer than limits.max_rewritten_chars is refused before anything runs.",
+    "scope",
+)
 
 # --- inside the sandbox ----------------------------------------------------------------------
 SANDBOX_EXPLAIN = Rule(
@@ -145,6 +150,7 @@ CATALOGUE: tuple[Rule, ...] = (
     PATTERN_UNBOUNDED,
     PATTERN_TOO_MANY_HOPS,
     SCOPE_UNSUPPORTED,
+    SCOPE_TOO_LARGE,
     SANDBOX_EXPLAIN,
 )
 """Every rule, in the order a request meets them."""

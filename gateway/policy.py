@@ -49,12 +49,24 @@ class Limits(_Strict):
     """Resource limits. The runner and the sandbox read these values and no others."""
 
     max_query_chars: Annotated[int, Field(gt=0)] = 10_000
+    # The scope rewrite's output, which Neo4j parses and plans: bounded so one request cannot
+    # make the gateway build, or Neo4j read, megabytes of Cypher.
+    max_rewritten_chars: Annotated[int, Field(gt=0)] = 100_000
     max_nesting_depth: Annotated[int, Field(gt=0)] = 32
     allow_unbounded_var_length: bool = False
     max_hops: Annotated[int, Field(gt=0)] = 8
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     max_rows: Annotated[int, Field(gt=0)] = 100
     max_bytes: Annotated[int, Field(gt=0)] = 512_000
+
+    @model_validator(mode="after")
+    def _rewrite_fits_the_query(self) -> Limits:
+        if self.max_rewritten_chars < self.max_query_chars:
+            raise ValueError(
+                f"max_rewritten_chars ({self.max_rewritten_chars}) must be at least max_query_chars "
+                f"({self.max_query_chars}): the scoped query is never shorter than the agent's"
+            )
+        return self
 
 
 class ToolPolicy(_Strict):

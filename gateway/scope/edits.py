@@ -49,6 +49,10 @@ class Edits:
     def __len__(self) -> int:
         return len(self._inserts)
 
+    def inserted_chars(self) -> int:
+        """How much longer than the original the rewritten text will be (known before it is built)."""
+        return sum(len(item.text) for item in self._inserts)
+
     def apply(self, parsed: ParsedQuery) -> str:
         merged: dict[int, list[str]] = {}
         for item in sorted(self._inserts, key=Insert.key):

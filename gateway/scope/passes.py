@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.catalogue import SCOPE_UNSUPPORTED
+from gateway.catalogue import SCOPE_TOO_LARGE, SCOPE_UNSUPPORTED
 from gateway.cypher import ParsedQuery, ast
 from gateway.policy import Policy
 from gateway.scope.coverage import unscoped_patterns
@@ -622,9 +622,19 @@ def refuse_unscoped(ctx: Context) -> None:
 PASSES: tuple[Pass, ...] = (refuse_reserved_names, refuse_unscopable, scope_patterns, refuse_unscoped)
 
 
-def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates) -> str:
-    """The rewritten Cypher of ``parsed``; raises ``QueryRejected`` (``scope.unsupported``) when it cannot be scoped."""
+def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, max_chars: int) -> str:
+    """The rewritten Cypher of ``parsed``; raises ``QueryRejected`` when it cannot be scoped.
+
+    ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
+    would be longer than ``max_chars`` (checked before the text is built).
+    """
     ctx = Context(parsed=parsed, policy=policy, predicates=predicates)
     for scope_pass in PASSES:
         scope_pass(ctx)
+    size = len(parsed.text) + ctx.edits.inserted_chars()
+    if size > max_chars:
+        raise SCOPE_TOO_LARGE.rejected(
+            f"the scoped query would be {size:,} characters long (the visibility predicates add about 230 "
+            f"per pattern); the limit is {max_chars:,}: use fewer patterns"
+        )
     return ctx.edits.apply(parsed)

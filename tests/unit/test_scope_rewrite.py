@@ -235,3 +235,32 @@ def test_a_safe_all_over_the_patterns_own_path_stays_as_written() -> None:
     # nodes() of something that is not this pattern's path could raise (a string): guarded.
     other = "MATCH (a)-->(b) WITH a, 'x' AS q MATCH (a)-->(c) WHERE all(n IN nodes(q) WHERE n.x > 0) RETURN c"
     assert "THEN (all(n IN nodes(q)" in rewritten(other)
+
+
+# ---- cost: the rewritten text grows linearly, and the policy caps it -----------------------
+
+
+def _many(patterns: int, conditions: int) -> str:
+    return "MATCH " + ", ".join(["()"] * patterns) + " WHERE " + " AND ".join(["1 / $x = 1"] * conditions) + " RETURN 1"
+
+
+def test_many_patterns_times_many_conditions_grows_linearly_not_as_their_product() -> None:
+    # The guard in front of the WHERE names every path once, however many conditions it holds.
+    base = len(rewritten(_many(20, 20)))
+    assert len(rewritten(_many(40, 20))) - base == pytest.approx(
+        len(rewritten(_many(60, 20))) - len(rewritten(_many(40, 20))), rel=0.01
+    )
+    more_conditions = len(rewritten(_many(20, 40))) - base
+    assert more_conditions == 20 * len(" AND 1 / $x = 1")  # each condition once, nothing per pattern
+
+
+def test_a_rewrite_longer_than_the_policys_limit_is_refused_before_it_is_built() -> None:
+    limits = POLICY.tool("analyze").limits.model_copy(update={"max_query_chars": 1000, "max_rewritten_chars": 5000})
+    tools = {name: tool.model_copy(update={"limits": limits}) for name, tool in POLICY.tools.items()}
+    small = POLICY.model_copy(update={"tools": tools})
+    assert len(rewritten("MATCH (), () RETURN 1", policy=small)) < 5000
+    decision = guard.check("MATCH " + ", ".join(["()"] * 30) + " RETURN 1", {}, "analyze", small)
+    assert decision.parsed is not None
+    with pytest.raises(QueryRejected) as info:
+        scope.plan(decision.parsed, small, "analyze", ANYONE)
+    assert info.value.rule == "scope.too_large" and "5,000" in info.value.reason
