@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway.domain import LayerSwitches, Principal
 from gateway.audit import AuditLog
+from gateway.domain import LayerSwitches, Principal
 from gateway.errors import (
     InternalError,
     InvalidInput,
