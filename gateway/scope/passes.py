@@ -36,7 +36,7 @@ only into bracketed nesting, which the parser bounds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -331,7 +331,26 @@ _VALUE_COMPARISONS = frozenset({"=", "<>", "<", ">", "<=", ">=", "STARTS_WITH", 
 _LOGICAL = frozenset({"AND", "OR", "XOR"})
 
 
-def _value_cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
+class _Known:
+    """Element names shared by many checks, plus the few one of them adds: a lookup, never a copy.
+
+    A path with n elements has n inline conditions; copying its names for each would make the
+    rewrite quadratic in the query.
+    """
+
+    __slots__ = ("_added", "_base")
+
+    def __init__(self, base: Container[str], added: tuple[str, ...] = ()) -> None:
+        self._base, self._added = base, added
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._added or name in self._base
+
+    def plus(self, name: str) -> _Known:
+        return _Known(self._base, (*self._added, name))
+
+
+def _value_cannot_raise(expr: ast.Expr, elements: Container[str]) -> bool:
     """A value that is computed without any operation that can fail."""
     pending = [expr]
     while pending:
@@ -351,7 +370,7 @@ def _value_cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
     return True
 
 
-def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str] = frozenset()) -> bool:
+def cannot_raise(expr: ast.Expr, elements: Container[str], paths: Container[str] = frozenset()) -> bool:
     """A boolean condition that cannot raise, whatever the values of ``elements`` (singleton elements).
 
     Deliberately small (fail closed): AND/OR/XOR/NOT over comparisons, IN a list literal,
@@ -362,7 +381,7 @@ def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str]
 
     Iterative: a flat chain of 2,000 ORs is as deep as the tree gets without brackets.
     """
-    pending: list[tuple[ast.Expr, frozenset[str]]] = [(expr, elements)]
+    pending: list[tuple[ast.Expr, _Known]] = [(expr, _Known(elements))]
     while pending:
         node, names = pending.pop()
         node = ast.unparen(node)
@@ -388,7 +407,7 @@ def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str]
             subject = ast.unparen(node.subject)
             safe = isinstance(subject, ast.Variable) and subject.name in names
         elif isinstance(node, ast.Quantified) and node.where is not None and _is_path_elements(node.source, paths):
-            pending.append((node.where, names | {node.variable.name}))
+            pending.append((node.where, names.plus(node.variable.name)))
             continue
         else:
             safe = False
@@ -397,7 +416,7 @@ def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str]
     return True
 
 
-def _is_path_elements(expr: ast.Expr, paths: frozenset[str]) -> bool:
+def _is_path_elements(expr: ast.Expr, paths: Container[str]) -> bool:
     expr = ast.unparen(expr)
     if not (isinstance(expr, ast.FunctionCall) and expr.name.lower() in ("nodes", "relationships")):
         return False
@@ -417,7 +436,7 @@ def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
     return out
 
 
-def _risky_conjuncts(where: ast.Expr, elements: frozenset[str], paths: frozenset[str]) -> list[ast.Expr]:
+def _risky_conjuncts(where: ast.Expr, elements: Container[str], paths: Container[str]) -> list[ast.Expr]:
     return [c for c in _conjuncts(where) if not cannot_raise(c, elements, paths)]
 
 
@@ -425,8 +444,8 @@ def guard_where(
     ctx: Context,
     where: ast.Expr,
     guard: str | Callable[[list[ast.Expr]], str],
-    elements: frozenset[str],
-    paths: frozenset[str] = frozenset(),
+    elements: Container[str],
+    paths: Container[str] = frozenset(),
     *,
     then: str = "",
 ) -> None:
@@ -488,16 +507,19 @@ def _owner_paths(owner: ast.Node) -> list[ast.Path]:
 
 
 def _elements_of(owner: ast.Node) -> frozenset[str]:
-    return frozenset(name for path in _owner_paths(owner) for name, kind in _env(path).items() if kind in (_NODE, _REL))
+    return frozenset(name for path in _owner_paths(owner) for name in _singletons(_env(path)))
 
 
-def _element_guard(ctx: Context, env: dict[str, str], names: set[str]) -> str:
-    """One predicate: every element of ``env`` named in ``names`` is visible ("" when none is)."""
-    chosen = sorted(name for name in names if name in env)
+def _element_guard(ctx: Context, env: dict[str, str], names: set[str], single: str | None = None) -> str:
+    """One predicate: every element of ``env`` named in ``names`` is visible ("" when none is).
+
+    ``single`` names a quantified relationship inside its own WHERE, where it is one relationship.
+    """
+    kinds = {name: _REL if name == single else env[name] for name in sorted(names) if name in env}
     return ctx.predicates.visible_elements(
-        [quote_name(n) for n in chosen if env[n] == _NODE],
-        [quote_name(n) for n in chosen if env[n] == _REL],
-        [quote_name(n) for n in chosen if env[n] == _RELS],
+        [quote_name(n) for n, kind in kinds.items() if kind == _NODE],
+        [quote_name(n) for n, kind in kinds.items() if kind == _REL],
+        [quote_name(n) for n, kind in kinds.items() if kind == _RELS],
     )
 
 
@@ -505,10 +527,8 @@ def _referenced(exprs: list[ast.Expr]) -> set[str]:
     return {node.name for expr in exprs for node in expr.walk() if isinstance(node, ast.Variable)}
 
 
-def _guard_value(ctx: Context, value: ast.Expr, guard: str, elements: frozenset[str]) -> None:
+def _guard_value(ctx: Context, value: ast.Expr, guard: str) -> None:
     """A property-map value that could raise runs only once ``guard`` holds (else null: no match)."""
-    if _value_cannot_raise(value, elements):
-        return
     if not guard:
         raise SCOPE_UNSUPPORTED.rejected(
             f"the property value {ctx.parsed.source(value)!r} could fail on a hidden element; "
@@ -517,34 +537,41 @@ def _guard_value(ctx: Context, value: ast.Expr, guard: str, elements: frozenset[
     _behind(ctx, value, guard, otherwise="null")
 
 
-def _guard_element(ctx: Context, element: ast.NodePattern | ast.RelPattern, env: dict[str, str]) -> None:
+def _singletons(env: dict[str, str]) -> frozenset[str]:
+    return frozenset(name for name, kind in env.items() if kind in (_NODE, _REL))
+
+
+def _guard_element(
+    ctx: Context, element: ast.NodePattern | ast.RelPattern, env: dict[str, str], singletons: frozenset[str]
+) -> None:
     own = {element.variable.name} if element.variable is not None else set()
-    local = dict(env)
+    single: str | None = None
+    known: Container[str] = singletons
     if isinstance(element, ast.RelPattern) and element.variable is not None and element.length is None:
-        local[element.variable.name] = _REL  # a quantified relationship is a single one in its own WHERE
-    singletons = frozenset(n for n, k in local.items() if k in (_NODE, _REL))
+        single = element.variable.name  # a quantified relationship is a single one in its own WHERE
+        known = _Known(singletons, (single,))
     if element.where is not None:
-        guard_where(ctx, element.where, lambda risky: _element_guard(ctx, local, own | _referenced(risky)), singletons)
+        where = element.where
+        guard_where(ctx, where, lambda risky: _element_guard(ctx, env, own | _referenced(risky), single), known)
     if isinstance(element.properties, ast.MapLiteral):
         for entry in element.properties.entries:
-            if not _value_cannot_raise(entry.value, singletons):
-                guard = _element_guard(ctx, local, own | _referenced([entry.value]))
-                _guard_value(ctx, entry.value, guard, singletons)
+            if not _value_cannot_raise(entry.value, known):
+                _guard_value(ctx, entry.value, _element_guard(ctx, env, own | _referenced([entry.value]), single))
 
 
 def guard_path_conditions(ctx: Context, path: ast.Path) -> None:
     """Inline WHEREs, property maps and quantified-path WHEREs inside ``path``, behind their elements' visibility."""
     env = _env(path)
+    singletons = _singletons(env)
     for element in path.elements:
         if isinstance(element, ast.QuantifiedPath):
             inner = _env(element.path)
             if element.where is not None:
                 # Every element of the group is in scope here: check them all, not only those named.
-                singletons = frozenset(n for n, k in inner.items() if k in (_NODE, _REL))
-                guard_where(ctx, element.where, _element_guard(ctx, inner, set(inner)), singletons)
+                guard_where(ctx, element.where, _element_guard(ctx, inner, set(inner)), _singletons(inner))
             guard_path_conditions(ctx, element.path)  # depth bounded by the brackets
         else:
-            _guard_element(ctx, element, env)
+            _guard_element(ctx, element, env, singletons)
 
 
 def _scope_match(ctx: Context, node: ast.Match) -> list[tuple[str, ast.Path]]:
