@@ -59,15 +59,6 @@ class Limits(_Strict):
     max_rows: Annotated[int, Field(gt=0)] = 100
     max_bytes: Annotated[int, Field(gt=0)] = 512_000
 
-    @model_validator(mode="after")
-    def _rewrite_fits_the_query(self) -> Limits:
-        if self.max_rewritten_chars < self.max_query_chars:
-            raise ValueError(
-                f"max_rewritten_chars ({self.max_rewritten_chars}) must be at least max_query_chars "
-                f"({self.max_query_chars}): the scoped query is never shorter than the agent's"
-            )
-        return self
-
 
 class ToolPolicy(_Strict):
     """What one tool (``recall`` or ``analyze``) may do."""
