@@ -52,13 +52,16 @@ def test_a_named_path_is_reused_not_renamed() -> None:
 @pytest.mark.parametrize(
     "cypher, marker",
     [
-        ("MATCH (a) WHERE EXISTS { (a)-->(b) } RETURN a", "EXISTS { MATCH __gw_p2 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN COUNT { (a)-->() } AS c", "COUNT { MATCH __gw_p2 = (a)-->() WHERE"),
-        ("MATCH (a) RETURN COLLECT { MATCH (a)-->(b) RETURN b.id } AS c", "COLLECT { MATCH __gw_p2 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN [(a)-->(b) | b.id] AS c", "[__gw_p2 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x > 1 | b.id] AS c", "[__gw_p2 = (a)-->(b) WHERE (b.x > 1) AND"),
-        ("MATCH (a) WHERE (a)-->(:Fact) RETURN a", "(EXISTS { MATCH __gw_p2 = (a)-->(:Fact) WHERE"),
-        ("MATCH (a) WHERE NOT (a)-->() RETURN a", "NOT EXISTS { MATCH __gw_p2 = (a)-->() WHERE"),
+        ("MATCH (a) WHERE EXISTS { (a)-->(b) } RETURN a", "EXISTS { MATCH __gw_p1_1 = (a)-->(b) WHERE"),
+        ("MATCH (a) RETURN COUNT { (a)-->() } AS c", "COUNT { MATCH __gw_p1_1 = (a)-->() WHERE"),
+        (
+            "MATCH (a) RETURN COLLECT { MATCH (a)-->(b) RETURN b.id } AS c",
+            "COLLECT { MATCH __gw_p1_1 = (a)-->(b) WHERE",
+        ),
+        ("MATCH (a) RETURN [(a)-->(b) | b.id] AS c", "[__gw_p1_1 = (a)-->(b) WHERE"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x > 1 | b.id] AS c", "[__gw_p1_1 = (a)-->(b) WHERE (b.x > 1) AND"),
+        ("MATCH (a) WHERE (a)-->(:Fact) RETURN a", "(EXISTS { MATCH __gw_p1_1 = (a)-->(:Fact) WHERE"),
+        ("MATCH (a) WHERE NOT (a)-->() RETURN a", "NOT EXISTS { MATCH __gw_p1_1 = (a)-->() WHERE"),
         ("MATCH ((a)-[:NEXT]->(b)){1,3} RETURN a", "MATCH __gw_p1 = ((a)-[:NEXT]->(b)){1,3} WHERE"),
         ("MATCH p = shortestPath((a)-[*..4]-(b)) RETURN p", "MATCH p = shortestPath((a)-[*..4]-(b)) WHERE"),
         ("MATCH shortestPath((a)-[*..4]-(b)) RETURN a", "MATCH __gw_p1 = shortestPath((a)-[*..4]-(b)) WHERE"),
@@ -203,7 +206,7 @@ def test_the_guard_names_every_path_once_however_many_conditions_could_raise() -
         ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(__gw_e).layers"),
         # A property map value that could raise: behind the element, null (no match) otherwise.
         ("MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z", "(z {n: CASE WHEN all(__gw_x IN [y, z] WHERE CASE"),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE CASE WHEN all(__gw_x IN nodes(__gw_p2)"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE CASE WHEN all(__gw_x IN nodes(__gw_p1_1)"),
         ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE CASE WHEN all(__gw_x IN nodes("),
     ],
 )
