@@ -19,12 +19,11 @@ subquery only imports (``CALL (x) { … }``, EXISTS/COUNT/COLLECT bodies) are no
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from gateway.cypher import ParsedQuery, ast
 from gateway.scope.calls import NAME_ONLY_PROCEDURES
-from gateway.scope.edits import Edits
+from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import quote_name
 
 # Pattern owners inside expressions: an item holding one is rewritten.
@@ -65,7 +64,6 @@ def _backticked(text: str) -> str:
 class _Columns:
     def __init__(self, parsed: ParsedQuery, edits: Edits, generated: dict[ast.PatternPart, str]) -> None:
         self.parsed, self.edits, self.generated = parsed, edits, generated
-        self._starts = [token.start for token in parsed.tokens]
 
     def body(self, body: ast.QueryBody, part: _Part) -> list[str]:
         """Walk one query (each UNION branch from ``part``); the names of the columns it returns."""
@@ -101,20 +99,12 @@ class _Columns:
             return listed
         agent = sorted(part.own - part.generated)
         if part.generated and agent:
-            star = self._star_token(projection)
+            star = token_at(self.parsed, projection.start, "*")  # the first token, or the one after DISTINCT
             self.edits.replace(star, star + 1, ", ".join(quote_name(name) for name in agent))
             part.own -= part.generated
             part.generated = set()
         part.own.update(listed)
         return [*sorted(part.own - set(listed)), *listed]
-
-    def _star_token(self, projection: ast.Projection) -> int:
-        """The offset of the projection's ``*``: its first token, or the one after DISTINCT."""
-        index = bisect_left(self._starts, projection.start)
-        for token in self.parsed.tokens[index : index + 2]:
-            if token.value == "*":
-                return token.start
-        raise AssertionError("a star projection without its '*'")  # pragma: no cover - the parser saw it
 
 
 def column_name(parsed: ParsedQuery, item: ast.ReturnItem) -> str:

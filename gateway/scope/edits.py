@@ -13,6 +13,7 @@ outer ones.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from gateway.cypher import ParsedQuery, ast
@@ -68,3 +69,13 @@ class Edits:
         # An insertion at a replaced token's start sorts before it, one at its end after it.
         spans = [(offset, offset, "".join(texts)) for offset, texts in merged.items()]
         return parsed.rewrite(spans + self._replacements)
+
+
+def token_at(parsed: ParsedQuery, offset: int, value: str) -> int:
+    """The offset of the first token ``value`` at or after ``offset`` (the parser has seen it there)."""
+    tokens = parsed.tokens
+    index = bisect_left(tokens, offset, key=lambda token: token.start)
+    for token in tokens[index:]:
+        if token.value == value:
+            return token.start
+    raise ValueError(f"no {value!r} after offset {offset}")  # pragma: no cover - the parser saw it

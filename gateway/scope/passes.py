@@ -46,7 +46,7 @@ from gateway.policy import Policy
 from gateway.scope.calls import NAME_ONLY_PROCEDURES, function_is_safe, why_refused
 from gateway.scope.columns import keep_agent_columns
 from gateway.scope.coverage import unscoped_patterns
-from gateway.scope.edits import Edits
+from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
 
 # Selectors whose WHERE is applied during the search (legacy shortestPath) or that select
@@ -498,11 +498,24 @@ def scope_patterns(ctx: Context) -> None:
         if isinstance(node, EXPRESSION_OWNERS):
             frame = Frame(frame.depth + 1)
         ctx.frame = frame
+        if _is_exists_function(node):
+            # exists(<pattern>) takes only a pattern: drop the name and keep its parentheses, so
+            # the pattern predicate inside becomes ((EXISTS { … })), the same test, scoped.
+            ctx.edits.replace(node.start, token_at(ctx.parsed, node.start, "("), "")
         scoper = SCOPERS.get(type(node))
         if scoper is not None:
             for _, path in scoper(ctx, node):
                 guard_path_conditions(ctx, path)
         stack.extend((child, frame) for child in reversed(node.children()))
+
+
+def _is_exists_function(node: ast.Node) -> bool:
+    return (
+        isinstance(node, ast.FunctionCall)
+        and node.name.lower() == "exists"
+        and len(node.args) == 1
+        and isinstance(ast.unparen(node.args[0]), ast.PatternPredicate)
+    )
 
 
 def keep_columns(ctx: Context) -> None:
