@@ -76,11 +76,14 @@ class QueryTimeout(GatewayError):
 
 
 class Neo4jRefused(GatewayError):
+    """``from_original``: Neo4j refused the agent's own text at EXPLAIN (nothing was read)."""
+
     code: ErrorCode = "neo4j_refused"
 
-    def __init__(self, message: str, neo4j_code: str | None = None) -> None:
+    def __init__(self, message: str, neo4j_code: str | None = None, *, from_original: bool = False) -> None:
         super().__init__(f"Neo4j refused the query: {message}")
         self.neo4j_code = neo4j_code
+        self.from_original = from_original
 
 
 class SandboxUnavailable(GatewayError):

@@ -146,14 +146,14 @@ class Gateway:
         job = job_for(
             self.policy.tool(tool), query_id=query_id, cypher=prepared.plan.cypher, params=prepared.params,
             result_check=prepared.plan.result_check, database=self.database,
-            explain_check=self.layers.explain_check,
+            explain_check=self.layers.explain_check, original_cypher=cypher,
         )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job)
         except SandboxUnavailable:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         error = error_for(sandbox_result)
-        if isinstance(error, Neo4jRefused) and prepared.plan.withhold_error_details:
+        if isinstance(error, Neo4jRefused) and prepared.plan.withhold_error_details and not error.from_original:
             error = scope.withheld_details(error)
         if error is not None:
             raise error

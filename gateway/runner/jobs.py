@@ -22,17 +22,21 @@ def job_for(
     result_check: ScopeCheck | None,
     database: str | None = None,
     explain_check: bool = True,
+    original_cypher: str | None = None,
 ) -> SandboxJob:
     """The sandbox job for one approved query under ``tool``'s policy.
 
     ``cypher`` and ``params`` are the scoped query and its parameters (the scope parameter
     injected); ``result_check`` is the caller's scope for the sandbox's own result check,
     None when that layer is off. ``explain_check`` is off only in tests of the other layers.
+    ``original_cypher`` is the agent's text when the rewrite changed it: the sandbox EXPLAINs it
+    first, so Neo4j's refusal of what the agent wrote is the answer.
     """
     limits = tool.limits
     return SandboxJob(
         query_id=query_id,
         cypher=cypher,
+        original_cypher=original_cypher if original_cypher != cypher else None,
         params=params,
         database=database,
         timeout_seconds=limits.timeout_seconds,
