@@ -32,8 +32,8 @@ GLOBAL_ONLY = Principal(name="invisible")  # the graph below is global: all of i
 def label(neo4j_driver: Any) -> Iterator[str]:
     label = unique_label("Invisible")
     seed = [
-        f"CREATE (a:{label}:A {{id: 1}})-[:R]->(b:{label}:B {{id: 2}}), (a)-[:R]->(b), (b)-[:R]->(x:{label}:X {{id: 3}}),"
-        f" (a)-[:R]->(x), (:{label}:Z {{id: 4}})",
+        f"CREATE (a:{label}:A {{id: 1}})-[:R]->(b:{label}:B {{id: 2}}), (a)-[:R]->(b),"
+        f" (b)-[:R]->(x:{label}:X {{id: 3}}), (a)-[:R]->(x), (:{label}:Z {{id: 4}})",
     ]  # fmt: skip
     with labelled_graph(neo4j_driver, label, seed):
         yield label
@@ -51,7 +51,7 @@ def gateway(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[G
 
 def _direct(driver: Any, cypher: str) -> tuple[list[str], list[str]] | Neo4jError:
     try:
-        records, summary, keys = driver.execute_query(cypher, routing_="r")
+        records, _, keys = driver.execute_query(cypher, routing_="r")
     except Neo4jError as exc:
         return exc
     return list(keys), sorted(json.dumps([to_json(v) for v in record.values()], sort_keys=True) for record in records)
