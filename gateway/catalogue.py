@@ -132,6 +132,11 @@ SCOPE_ELEMENT_ID = Rule(
     "between visible elements' ids count hidden elements and tell when they were created.",
     "scope",
 )
+SCOPE_TOO_LARGE = Rule(
+    "scope.too_large",
+    "A query whose scoped form would be longer than limits.max_rewritten_chars is refused before anything runs.",
+    "scope",
+)
 
 # --- inside the sandbox ----------------------------------------------------------------------
 SANDBOX_EXPLAIN = Rule(
@@ -165,6 +170,7 @@ CATALOGUE: tuple[Rule, ...] = (
     PATTERN_TOO_MANY_HOPS,
     SCOPE_UNSUPPORTED,
     SCOPE_ELEMENT_ID,
+    SCOPE_TOO_LARGE,
     SANDBOX_EXPLAIN,
 )
 """Every rule, in the order a request meets them."""

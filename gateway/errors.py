@@ -15,8 +15,10 @@ the guard answers it with ``QueryRejected``.
     │   ├── QueryTimeout              "timeout": Neo4j stopped the query at the policy's timeout
     │   ├── Neo4jRefused              "neo4j_refused": Neo4j refused the query at run time
     │   │                             (only its code when scope is on: gateway.scope.withheld_details)
-    │   └── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
-    │                                 that cannot start into ``degraded: ["<tool>:disabled"]``
+    │   ├── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
+    │   │                             that cannot start into ``degraded: ["<tool>:disabled"]``
+    │   └── InternalError             "internal": anything unexpected on the request path (a bug); the
+    │                                 answer and the audit line carry its ``query_id``
     ├── SetupError                    operator-facing: a start or set-up step cannot go on
     │   ├── PolicyError               gateway/policy.py: a policy file is unreadable or invalid
     │   ├── ConfigError               gateway/config.py: the server's settings
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorCode = Literal["rejected", "invalid_input", "timeout", "neo4j_refused", "unavailable"]
+ErrorCode = Literal["rejected", "invalid_input", "timeout", "neo4j_refused", "unavailable", "internal"]
 
 
 class GatewayError(Exception):
@@ -74,17 +76,37 @@ class QueryTimeout(GatewayError):
 
 
 class Neo4jRefused(GatewayError):
+    """``from_original``: Neo4j refused the agent's own text at EXPLAIN (nothing was read)."""
+
     code: ErrorCode = "neo4j_refused"
 
-    def __init__(self, message: str, neo4j_code: str | None = None) -> None:
+    def __init__(self, message: str, neo4j_code: str | None = None, *, from_original: bool = False) -> None:
         super().__init__(f"Neo4j refused the query: {message}")
         self.neo4j_code = neo4j_code
+        self.from_original = from_original
 
 
 class SandboxUnavailable(GatewayError):
     """The sandbox cannot run; the tool answers ``degraded: ["<tool>:disabled"]``, never unsandboxed."""
 
     code: ErrorCode = "unavailable"
+
+
+class InternalError(GatewayError):
+    """Something unexpected failed while answering (a bug, never the caller's input being refused).
+
+    The caller gets this code and ``query_id`` instead of the exception; the operator finds the
+    traceback in the server's log and the request in the audit log under the same id.
+    """
+
+    code: ErrorCode = "internal"
+
+    def __init__(self, query_id: str) -> None:
+        super().__init__(
+            f"the gateway failed while answering this request (an internal error, query id {query_id}); "
+            "the operator can find it in the audit log under that id"
+        )
+        self.query_id = query_id
 
 
 class SetupError(Exception):

@@ -53,6 +53,9 @@ class Limits(_Strict):
     """Resource limits. The runner and the sandbox read these values and no others."""
 
     max_query_chars: Annotated[int, Field(gt=0)] = 10_000
+    # The scope rewrite's output, which Neo4j parses and plans: bounded so one request cannot
+    # make the gateway build, or Neo4j read, megabytes of Cypher.
+    max_rewritten_chars: Annotated[int, Field(gt=0)] = 100_000
     max_nesting_depth: Annotated[int, Field(gt=0)] = 32
     allow_unbounded_var_length: bool = False
     max_hops: Annotated[int, Field(gt=0)] = 8

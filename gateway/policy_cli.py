@@ -166,6 +166,7 @@ def render_policy(policy: Policy) -> str:
     row("denied relationship types", lambda t: t.denied_relationship_types)
     for field in (
         "max_query_chars",
+        "max_rewritten_chars",
         "max_nesting_depth",
         "allow_unbounded_var_length",
         "max_hops",

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY
 from gateway.domain import CheckResult, Principal, SchemaResult, ToolResult, Transport
-from gateway.errors import GatewayError, QueryRejected
+from gateway.errors import GatewayError, InternalError, QueryRejected
 from gateway.policy import Policy
 from gateway.service import Gateway
 
@@ -87,6 +87,7 @@ class ErrorBody(BaseModel):
     message: str
     rule: str | None = None
     reason: str | None = None
+    queryId: str | None = None  # with "internal": the id of the request's audit line
 
 
 def stdio_resolver(principal: Principal) -> PrincipalResolver:
@@ -109,6 +110,8 @@ def error_result(exc: GatewayError) -> CallToolResult:
     body = ErrorBody(code=exc.code, message=exc.message)
     if isinstance(exc, QueryRejected):
         body = ErrorBody(code=exc.code, message=exc.message, rule=exc.rule, reason=exc.reason)
+    if isinstance(exc, InternalError):
+        body = ErrorBody(code=exc.code, message=exc.message, queryId=exc.query_id)
     data = {"error": body.model_dump(exclude_none=True)}
     # The body is in structured content too, so a client can branch on code and rule without parsing text.
     return CallToolResult(
@@ -138,6 +141,14 @@ def build_server(
         middleware=[_taxonomy_for_sdk_errors],
     )
 
+    def _caller(ctx: Context[Any, Any]) -> tuple[str, Transport]:
+        """Who asked and how, for the audit line of a failure that may come before the principal is known."""
+        try:
+            principal, transport = resolve(ctx)
+        except Exception:
+            return "unknown", "stdio" if ctx.request_context.request is None else "http"
+        return principal.name, transport
+
     async def _run(tool: Literal["recall", "analyze"], cypher: str, params: dict[str, Any] | None,
                    ctx: Context[Any, Any]) -> CallToolResult:  # fmt: skip
         try:
@@ -147,6 +158,8 @@ def build_server(
             )
         except GatewayError as exc:
             return error_result(exc)
+        except Exception as exc:  # outside the Gateway's own steps: still a typed, audited answer
+            return error_result(gateway.failed_unexpectedly(tool, cypher, *_caller(ctx), exc))
         return _ok(result)
 
     @server.tool(name="recall", description=recall_description(gateway.policy), annotations=_READ_ONLY)
@@ -175,6 +188,8 @@ def build_server(
             )
         except GatewayError as exc:
             return error_result(exc)
+        except Exception as exc:
+            return error_result(gateway.failed_unexpectedly("check", cypher, *_caller(ctx), exc))
         return _ok(result)
 
     @server.tool(name="schema", description=SCHEMA_DESCRIPTION, annotations=_READ_ONLY)
@@ -184,6 +199,8 @@ def build_server(
             result = await anyio.to_thread.run_sync(lambda: gateway.schema(principal, transport=transport))
         except GatewayError as exc:
             return error_result(exc)
+        except Exception as exc:
+            return error_result(gateway.failed_unexpectedly("schema", "", *_caller(ctx), exc))
         return _ok(result)
 
     @server.resource("policy://active", name="active-policy", mime_type="application/yaml",

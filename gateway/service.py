@@ -9,6 +9,7 @@ the only way a query reaches Neo4j is through a sandbox container.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Mapping
@@ -20,10 +21,12 @@ from gateway import catalogue, guard, scope
 from gateway.audit import AuditEvent, AuditLog
 from gateway.cypher import ParsedQuery
 from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, ToolResult, Transport
-from gateway.errors import GatewayError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
+from gateway.errors import GatewayError, InternalError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
 from gateway.policy import CypherVersion, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
 from sandbox.wire import Notification, SandboxResult
+
+log = logging.getLogger("gateway.service")
 
 # The schema tool reads only what the caller can see: plain queries that go through
 # the scope rewrite like any agent query, not db.labels() (which sees everything).
@@ -66,14 +69,20 @@ class Gateway:
         *,
         transport: Transport = "direct",
     ) -> CheckResult:
-        """Guard + scope rewrite, nothing run. Never raises for a bad query: it says why."""
+        """Guard + scope rewrite, nothing run. Never raises for a bad query: it says why.
+
+        Raises ``InternalError`` only when something unexpected fails (a bug).
+        """
         started = time.monotonic()
-        result = self._check(tool, cypher, params, principal)
         event = AuditEvent.begin(
             query_id=uuid.uuid4().hex, principal=principal.name, transport=transport, tool="check",
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
             param_keys=sorted(params) if isinstance(params, Mapping) else [],
         )  # fmt: skip
+        try:
+            result = self._check(tool, cypher, params, principal)
+        except Exception as exc:
+            raise self._internal(event, exc, started) from exc
         self._audit(event.checked(tool, result.allowed, result.rule, started))
         return result
 
@@ -105,8 +114,9 @@ class Gateway:
     ) -> ToolResult:
         """Run one agent query through every layer.
 
-        Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``Neo4jRefused`` or
-        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died). When no
+        Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``Neo4jRefused``,
+        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died) or, when
+        anything else fails (a bug), ``InternalError`` with the query id. When no
         sandbox can be started at all, it answers ``degraded: ["<tool>:disabled"]`` with no
         rows instead: the query is never run anywhere else.
         """
@@ -122,6 +132,8 @@ class Gateway:
         except GatewayError as exc:
             self._audit(event.failed(exc, started))
             raise
+        except Exception as exc:
+            raise self._internal(event, exc, started) from exc
         self._audit(event.answered(result, started))
         return result
 
@@ -135,13 +147,14 @@ class Gateway:
             self.policy.tool(tool), query_id=query_id, cypher=prepared.plan.cypher, params=prepared.params,
             result_check=prepared.plan.result_check, database=self.database,
             explain_check=self.layers.explain_check, cypher_version=prepared.language,
+            original_cypher=prepared.text,
         )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job)
         except SandboxUnavailable:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         error = error_for(sandbox_result)
-        if isinstance(error, Neo4jRefused) and prepared.plan.withhold_error_details:
+        if isinstance(error, Neo4jRefused) and prepared.plan.withhold_error_details and not error.from_original:
             error = scope.withheld_details(error)
         if error is not None:
             raise error
@@ -184,8 +197,31 @@ class Gateway:
         # The scope parameter goes in last, so a caller's value for the reserved key can
         # never survive (the guard also rejects such keys outright).
         return _Prepared(
-            plan=plan, params={**caller_params, **plan.params}, language=parsed.language if parsed else None
+            plan=plan,
+            params={**caller_params, **plan.params},
+            language=parsed.language if parsed else None,
+            text=parsed.text if parsed else cypher,
         )
+
+    def failed_unexpectedly(
+        self, tool: str, cypher: object, principal: str, transport: Transport, exc: BaseException
+    ) -> InternalError:
+        """The answer, log entry and audit line for an exception outside the steps above (the server's own)."""
+        event = AuditEvent.begin(
+            query_id=uuid.uuid4().hex, principal=principal, transport=transport, tool=tool,
+            cypher=cypher if isinstance(cypher, str) else repr(cypher), param_keys=[],
+        )  # fmt: skip
+        return self._internal(event, exc, time.monotonic())
+
+    def _internal(self, event: AuditEvent, exc: BaseException, started: float) -> InternalError:
+        # The traceback is for the operator's log; the caller gets the code and the id only.
+        log.error("internal error answering query %s", event.query_id, exc_info=exc)
+        error = InternalError(event.query_id)
+        try:
+            self._audit(event.failed(error, started))
+        except Exception:  # the caller still gets its typed answer
+            log.exception("could not write the audit line of query %s", event.query_id)
+        return error
 
     def _audit(self, event: AuditEvent) -> None:
         if self.audit is not None:
@@ -198,6 +234,7 @@ class _Prepared(BaseModel):
     plan: scope.ScopePlan
     params: dict[str, Any]
     language: CypherVersion | None  # the version the guard read the query as; the job runs under it
+    text: str  # the agent's query as read (Unicode spaces made ASCII): what the sandbox EXPLAINs first
 
 
 def _tool_result(tool: ToolName, result: SandboxResult, notifications: list[Notification]) -> ToolResult:

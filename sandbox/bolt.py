@@ -56,8 +56,19 @@ def notifications_of(summary: Any) -> list[Notification]:
     ]
 
 
+class OriginalRefused(Exception):
+    """Neo4j's EXPLAIN refused the agent's own query (before the rewritten one was planned)."""
+
+    def __init__(self, error: Neo4jError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 def classify(exc: BaseException) -> SandboxError:
     """Map a driver error to the wire's error codes; Neo4j's own refusals keep their code and message."""
+    if isinstance(exc, OriginalRefused):
+        refused = classify(exc.error)
+        return refused.model_copy(update={"from_original": refused.code == "neo4j_refused"})
     if isinstance(exc, ExplainRejected):
         return SandboxError(code="explain_rejected", message=str(exc))
     if isinstance(exc, AuthError):
@@ -120,6 +131,11 @@ class BoltBackend:
 
         @neo4j.unit_of_work(timeout=job.timeout_seconds)
         def work(tx: neo4j.ManagedTransaction) -> None:
+            if job.original_cypher is not None:
+                try:
+                    tx.run("EXPLAIN " + job.original_cypher, job.params).consume()
+                except Neo4jError as exc:
+                    raise OriginalRefused(exc) from exc
             if job.explain_check:
                 plan_summary = tx.run("EXPLAIN " + job.cypher, job.params).consume()
                 check_query_type(plan_summary.query_type)

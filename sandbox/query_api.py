@@ -168,6 +168,11 @@ class QueryApiBackend:
         self.client.timeout = httpx.Timeout(job.timeout_seconds)
         cap = job.max_bytes * RESPONSE_CAP_FACTOR + 65536
         try:
+            if job.original_cypher is not None:
+                try:
+                    self._post(job, "EXPLAIN " + job.original_cypher, cap)
+                except _Refused as exc:
+                    return failure(job.query_id, "neo4j_refused", exc.message, exc.code, from_original=True)
             if job.explain_check:
                 plan = self._post(job, "EXPLAIN " + job.cypher, cap).get("queryPlan")
                 check_operators_read_only(plan)

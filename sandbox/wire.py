@@ -87,6 +87,9 @@ class SandboxJob(_Wire):
     version: Literal[1] = WIRE_VERSION
     query_id: str
     cypher: str
+    # The agent's own query, when the scope rewrite changed it. EXPLAINed first: a query Neo4j
+    # refuses must be refused with Neo4j's error for what the agent wrote, not run as rewritten.
+    original_cypher: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     database: str | None = None
     timeout_seconds: float
@@ -113,6 +116,9 @@ class SandboxError(_Wire):
     code: SandboxErrorCode
     message: str
     neo4j_code: str | None = None
+    # Neo4j refused the agent's own text at EXPLAIN: no element was read, so the message
+    # (which quotes only that text) can go back whole.
+    from_original: bool = False
 
 
 class SandboxResult(_Wire):
@@ -132,8 +138,9 @@ class SandboxResult(_Wire):
     error: SandboxError | None = None
 
 
-def failure(query_id: str, code: SandboxErrorCode, message: str, neo4j_code: str | None = None) -> SandboxResult:
+def failure(
+    query_id: str, code: SandboxErrorCode, message: str, neo4j_code: str | None = None, *, from_original: bool = False
+) -> SandboxResult:
     """A result that carries only an error: how either side says a job did not run to the end."""
-    return SandboxResult(
-        query_id=query_id, ok=False, error=SandboxError(code=code, message=message, neo4j_code=neo4j_code)
-    )
+    error = SandboxError(code=code, message=message, neo4j_code=neo4j_code, from_original=from_original)
+    return SandboxResult(query_id=query_id, ok=False, error=error)

@@ -67,7 +67,7 @@ def error_for(result: SandboxResult) -> GatewayError | None:
     if err.code == "timeout":
         return QueryTimeout(err.message)
     if err.code == "neo4j_refused":
-        return Neo4jRefused(err.message, err.neo4j_code)
+        return Neo4jRefused(err.message, err.neo4j_code, from_original=err.from_original)
     if err.code == "explain_rejected":
         return SANDBOX_EXPLAIN.rejected(err.message)
     return SandboxUnavailable(err.message)

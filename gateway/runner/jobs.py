@@ -23,6 +23,7 @@ def job_for(
     database: str | None = None,
     explain_check: bool = True,
     cypher_version: CypherVersion | None = None,
+    original_cypher: str | None = None,
 ) -> SandboxJob:
     """The sandbox job for one approved query under ``tool``'s policy.
 
@@ -32,11 +33,18 @@ def job_for(
     ``cypher_version`` is the version the guard read the query as: it is prepended, so Neo4j
     reads the text in that language whatever the database's default (a repeated matching
     prefix is accepted; None only when no layer parsed the query).
+    ``original_cypher`` is the agent's text when the rewrite changed it: the sandbox EXPLAINs it
+    first, so Neo4j's refusal of what the agent wrote is the answer.
     """
     limits = tool.limits
     return SandboxJob(
         query_id=query_id,
-        cypher=f"CYPHER {cypher_version} {cypher}" if cypher_version else cypher,
+        cypher=_versioned(cypher, cypher_version),
+        original_cypher=(
+            _versioned(original_cypher, cypher_version)
+            if original_cypher is not None and original_cypher != cypher
+            else None
+        ),
         params=params,
         database=database,
         timeout_seconds=limits.timeout_seconds,
@@ -46,3 +54,8 @@ def job_for(
         explain_check=explain_check,
         scope=result_check,
     )
+
+
+def _versioned(cypher: str, version: CypherVersion | None) -> str:
+    """The text Neo4j reads in the version the guard read it as, whatever the database's default."""
+    return f"CYPHER {version} {cypher}" if version else cypher

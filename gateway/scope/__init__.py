@@ -17,7 +17,8 @@ everything the scope layer contributes to a request:
 
 Both layers read the hidden relationship types from one call,
 ``policy.hidden_relationship_types(tool)``. A construct the rewrite cannot
-scope refuses the request (``QueryRejected``, rule ``scope.unsupported``).
+scope refuses the request (``QueryRejected``, rule ``scope.unsupported``), and so does
+a rewrite longer than the tool's ``limits.max_rewritten_chars`` (``scope.too_large``).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def plan(
         raise TypeError("the scope rewrite works on a parsed query")
     else:
         predicates = Predicates(settings.layers_property, settings.scope_parameter, tuple(hidden))
-        cypher = run_passes(query, policy=policy, predicates=predicates)
+        cypher = run_passes(
+            query, policy=policy, predicates=predicates, max_chars=policy.tool(tool).limits.max_rewritten_chars
+        )
     result_check = (
         ScopeCheck(layers_property=settings.layers_property, layers=layer_ids, hidden_relationship_types=hidden)
         if check_on

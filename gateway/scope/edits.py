@@ -1,7 +1,9 @@
 """Text insertions at AST offsets, merged so nested wrappers nest correctly.
 
-Every scope pass only *inserts* text (a generated path variable, an opening
-parenthesis, an ``AND <predicate>``); nothing of the agent's query is removed.
+The scope passes *insert* text (a generated path variable, an opening
+parenthesis, an ``AND <predicate>``); nothing of the agent's query is removed,
+with one exception: a ``*`` projection that would carry generated variables is
+replaced by the variables it stands for (``columns.py``).
 Two insertions can land on one offset (``WHERE (a)-->(b)`` gets both the WHERE
 wrapper and the pattern-predicate wrapper at the same place), so each records
 the span of the node it wraps: at one offset, closers come before openers,
@@ -11,6 +13,7 @@ outer ones.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from gateway.cypher import ParsedQuery, ast
@@ -35,6 +38,7 @@ class Insert:
 class Edits:
     def __init__(self) -> None:
         self._inserts: list[Insert] = []
+        self._replacements: list[tuple[int, int, str]] = []
 
     def open(self, node: ast.Node, text: str, offset: int | None = None) -> None:
         """Insert ``text`` before ``node`` (or at ``offset``), as an opener belonging to ``node``."""
@@ -46,11 +50,32 @@ class Edits:
         at = node.end if offset is None else offset
         self._inserts.append(Insert(at, text, True, node.end - node.start, len(self._inserts)))
 
+    def replace(self, start: int, end: int, text: str) -> None:
+        """Replace ``start:end``, one token of the agent's (no insertion can fall inside it)."""
+        self._replacements.append((start, end, text))
+
     def __len__(self) -> int:
-        return len(self._inserts)
+        return len(self._inserts) + len(self._replacements)
+
+    def inserted_chars(self) -> int:
+        """How much longer than the original the rewritten text will be (known before it is built)."""
+        replaced = sum(len(text) - (end - start) for start, end, text in self._replacements)
+        return sum(len(item.text) for item in self._inserts) + replaced
 
     def apply(self, parsed: ParsedQuery) -> str:
         merged: dict[int, list[str]] = {}
         for item in sorted(self._inserts, key=Insert.key):
             merged.setdefault(item.offset, []).append(item.text)
-        return parsed.rewrite([(offset, offset, "".join(texts)) for offset, texts in merged.items()])
+        # An insertion at a replaced token's start sorts before it, one at its end after it.
+        spans = [(offset, offset, "".join(texts)) for offset, texts in merged.items()]
+        return parsed.rewrite(spans + self._replacements)
+
+
+def token_at(parsed: ParsedQuery, offset: int, value: str) -> int:
+    """The offset of the first token ``value`` at or after ``offset`` (the parser has seen it there)."""
+    tokens = parsed.tokens
+    index = bisect_left(tokens, offset, key=lambda token: token.start)
+    for token in tokens[index:]:
+        if token.value == value:
+            return token.start
+    raise ValueError(f"no {value!r} after offset {offset}")  # pragma: no cover - the parser saw it

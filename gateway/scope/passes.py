@@ -19,225 +19,35 @@ the tree received one, so a construct nobody taught the rewrite is refused,
 never run unscoped.
 
 The second idea closes the error oracle: Neo4j may evaluate an agent's condition
-on an element as soon as it is bound, before the path predicate, so every
-condition the agent wrote that could raise (``1 / x``, ``date(s)``) is put
-behind the visibility of what it runs on: ``CASE WHEN <visible> THEN (cond)
-ELSE false END``. A MATCH-level condition waits for its whole pattern; one
-inside a pattern (inline WHERE, property map, quantified-path WHERE) for the
-elements it is attached to and names.
+on an element as soon as it is bound, before the path predicate, so a WHERE
+holding a condition that could raise (``1 / x``, ``date(s)``) is put behind the
+visibility of what it runs on: ``CASE WHEN <visible> THEN (where) ELSE false
+END``. A MATCH-level WHERE waits for its whole pattern; one inside a pattern
+(inline WHERE, property map, quantified-path WHERE) for the elements it is
+attached to and names.
+
+Cost: the text grows linearly with the agent's. Each pattern's predicate is
+written once at the root of its WHERE; the guard in front of an agent's WHERE
+names the paths (or elements) it waits for in one predicate, once per WHERE
+whatever its number of conditions; ``plan`` refuses a result longer than the
+policy's ``max_rewritten_chars``. Every analysis here is iterative or recurses
+only into bracketed nesting, which the parser bounds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.catalogue import SCOPE_ELEMENT_ID, SCOPE_UNSUPPORTED
+from gateway.catalogue import SCOPE_ELEMENT_ID, SCOPE_TOO_LARGE, SCOPE_UNSUPPORTED
 from gateway.cypher import ParsedQuery, ast
 from gateway.policy import Policy
+from gateway.scope.calls import function_is_safe, why_refused
+from gateway.scope.columns import keep_agent_columns
 from gateway.scope.coverage import unscoped_patterns
-from gateway.scope.edits import Edits
+from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
-
-# Built-in functions that compute on the values they are given and never fetch
-# an element by id, count relationships, or read the graph on their own.
-# startNode/endNode are here on purpose: every relationship a scoped query can
-# hold came from a scoped pattern whose path predicate also checked both
-# endpoints (procedures that yield relationships are refused), so the endpoints
-# are visible. Anything else, apoc.* and user-defined functions included, is
-# refused: e.g. apoc.nodes.get(ids) or apoc.node.degree(n) would bypass scope.
-_SAFE_FUNCTION_NAMES = (
-    "abs",
-    "acos",
-    "asin",
-    "atan",
-    "atan2",
-    "avg",
-    "ceil",
-    "coalesce",
-    "collect",
-    "cos",
-    "cot",
-    "count",
-    "degrees",
-    "e",
-    "endNode",
-    "exp",
-    "floor",
-    "haversin",
-    "head",
-    "isEmpty",
-    "isNaN",
-    "keys",
-    "labels",
-    "last",
-    "left",
-    "length",
-    "log",
-    "log10",
-    "ltrim",
-    "max",
-    "min",
-    "nodes",
-    "percentileCont",
-    "percentileDisc",
-    "pi",
-    "properties",
-    "radians",
-    "rand",
-    "randomUUID",
-    "range",
-    "relationships",
-    "replace",
-    "reverse",
-    "right",
-    "round",
-    "rtrim",
-    "sign",
-    "sin",
-    "size",
-    "split",
-    "sqrt",
-    "startNode",
-    "stDev",
-    "stDevP",
-    "substring",
-    "sum",
-    "tail",
-    "tan",
-    "toBoolean",
-    "toBooleanList",
-    "toBooleanOrNull",
-    "toFloat",
-    "toFloatList",
-    "toFloatOrNull",
-    "toInteger",
-    "toIntegerList",
-    "toIntegerOrNull",
-    "toLower",
-    "toString",
-    "toStringList",
-    "toStringOrNull",
-    "toUpper",
-    "trim",
-    "type",
-    "valueType",
-    "btrim",
-    "char_length",
-    "character_length",
-    "lower",
-    "upper",
-    "normalize",
-    "nullIf",
-    "date",
-    "datetime",
-    "localdatetime",
-    "localtime",
-    "time",
-    "duration",
-    "point",
-    "date.truncate",
-    "datetime.truncate",
-    "localdatetime.truncate",
-    "localtime.truncate",
-    "time.truncate",
-    "date.realtime",
-    "date.statement",
-    "date.transaction",
-    "datetime.realtime",
-    "datetime.statement",
-    "datetime.transaction",
-    "localdatetime.realtime",
-    "localdatetime.statement",
-    "localdatetime.transaction",
-    "localtime.realtime",
-    "localtime.statement",
-    "localtime.transaction",
-    "time.realtime",
-    "time.statement",
-    "time.transaction",
-    "datetime.fromepoch",
-    "datetime.fromepochmillis",
-    "duration.between",
-    "duration.inDays",
-    "duration.inMonths",
-    "duration.inSeconds",
-    "point.distance",
-    "point.withinBBox",
-    "vector.similarity.cosine",
-    "vector.similarity.euclidean",
-)
-_SAFE_APOC_MAP = (
-    "merge",
-    "mergeList",
-    "setKey",
-    "removeKey",
-    "removeKeys",
-    "fromPairs",
-    "fromLists",
-    "fromValues",
-    "flatten",
-    "clean",
-    "values",
-    "submap",
-    "get",
-)
-# Cypher 25's new built-in functions (Neo4j 2026.x, SHOW FUNCTIONS under CYPHER 25): each computes on
-# its arguments only. None takes an element id, reads the graph, a file or a URL.
-_CYPHER25_SAFE_FUNCTION_NAMES = (
-    "cardinality",
-    "ceiling",
-    "coll.distinct",
-    "coll.flatten",
-    "coll.indexOf",
-    "coll.insert",
-    "coll.max",
-    "coll.min",
-    "coll.remove",
-    "coll.sort",
-    "collect_list",
-    "cosh",
-    "coth",
-    "sinh",
-    "tanh",
-    "ln",
-    "duration_between",
-    "format",
-    "local_datetime",
-    "local_time",
-    "zoned_datetime",
-    "zoned_time",
-    "path_length",
-    "percentile_cont",
-    "percentile_disc",
-    "property_exists",
-    "stdev_pop",
-    "stdev_samp",
-    "string.indexOf",
-    "string.join",
-    "string.regexReplace",
-    "uuid",
-    "uuid.leastSignificantBits",
-    "uuid.mostSignificantBits",
-    "vector",
-    "vector_dimension_count",
-    "vector_distance",
-    "vector_norm",
-)
-SAFE_FUNCTIONS: frozenset[str] = frozenset(
-    [name.lower() for name in (*_SAFE_FUNCTION_NAMES, *_CYPHER25_SAFE_FUNCTION_NAMES)]
-    + [f"apoc.map.{n}".lower() for n in _SAFE_APOC_MAP]
-)
-# Whole APOC namespaces that compute on strings and lists only. Not apoc.map.*:
-# apoc.map.fromNodes(label, key) reads every node with a label.
-SAFE_FUNCTION_PREFIXES: tuple[str, ...] = ("apoc.text.", "apoc.coll.")
-
-
-def function_is_safe(name: str) -> bool:
-    lowered = name.lower()
-    return lowered in SAFE_FUNCTIONS or lowered.startswith(SAFE_FUNCTION_PREFIXES)
-
 
 # Selectors whose MATCH-level WHERE is applied during the search (legacy shortestPath) or that
 # select nothing (ALL). GQL ANY / SHORTEST k / ALL SHORTEST / … GROUPS select paths *before* the
@@ -248,6 +58,28 @@ SCOPABLE_SELECTORS: frozenset[str | None] = frozenset(
 )
 
 
+class Frame:
+    """Where generated path names are drawn from: the query's clauses, or one expression.
+
+    Inside an expression (EXISTS/COUNT/COLLECT, a comprehension, a pattern predicate) names
+    depend only on the nesting depth and the order within that expression, so two equal
+    expressions stay equal after the rewrite: Neo4j matches an ORDER BY or a grouping key to a
+    projected expression by its text. A name never clashes with one in scope around it: the
+    clauses' names are numbered across the whole query, and an expression's differ by depth.
+    """
+
+    def __init__(self, depth: int = 0) -> None:
+        self.depth = depth
+        self.count = 0
+
+    def name(self, counter: list[int]) -> str:
+        if self.depth == 0:
+            counter[0] += 1
+            return f"{GENERATED_PREFIX}p{counter[0]}"
+        self.count += 1
+        return f"{GENERATED_PREFIX}p{self.depth}_{self.count}"
+
+
 @dataclass
 class Context:
     parsed: ParsedQuery
@@ -255,11 +87,12 @@ class Context:
     predicates: Predicates
     edits: Edits = field(default_factory=Edits)
     scoped: set[ast.Path] = field(default_factory=set)  # every path that received its predicate
-    _counter: int = 0
+    generated: dict[ast.PatternPart, str] = field(default_factory=dict)  # MATCH parts the rewrite named
+    frame: Frame = field(default_factory=Frame)
+    _counter: list[int] = field(default_factory=lambda: [0])
 
     def fresh_path(self) -> str:
-        self._counter += 1
-        return f"{GENERATED_PREFIX}p{self._counter}"
+        return self.frame.name(self._counter)
 
 
 Pass = Callable[[Context], None]
@@ -304,10 +137,7 @@ def refuse_unscopable(ctx: Context) -> None:
                 "use MATCH (and the schema tool for the labels, types and keys you can see)"
             )
         if isinstance(node, ast.FunctionCall) and not function_is_safe(node.name):
-            raise SCOPE_UNSUPPORTED.rejected(
-                f"the function {node.name}() is not on the scope rewrite's list of functions "
-                "that cannot reach elements outside the caller's layers"
-            )
+            raise SCOPE_UNSUPPORTED.rejected(f"the function {node.name}() is refused: {why_refused(node.name)}")
         if isinstance(node, ast.NodePattern | ast.RelPattern):
             refuse_computed_labels(ctx, node.labels if isinstance(node, ast.NodePattern) else node.types)
         if isinstance(node, ast.PatternPredicate) and node.pattern.selector is not None:
@@ -345,24 +175,28 @@ def _name_part(ctx: Context, part: ast.PatternPart) -> str:
         return part.variable.name
     name = ctx.fresh_path()
     ctx.edits.open(part, f"{name} = ")
+    ctx.generated[part] = name
     return name
 
 
 def _add_condition(
     ctx: Context, owner: ast.Node, where: ast.Expr | None, after: int, paths: list[tuple[str, ast.Path]]
 ) -> None:
-    """AND ``condition`` into ``where``, or add ``WHERE condition`` at offset ``after``.
+    """AND the visibility of ``paths`` into ``where``, or add ``WHERE <visibility>`` at offset ``after``.
 
-    Each conjunct of the agent's WHERE that could raise is also put behind
-    ``condition`` (see ``guard_conjuncts``), so it never runs on a hidden element.
+    Each path's predicate is a conjunct of its own at the root of the WHERE (the planner can
+    apply it as soon as that path is bound, and shortestPath during its search). If the agent's
+    WHERE could raise, it also runs behind one guard naming all of ``paths`` (``guard_where``).
     """
     condition = _condition(ctx, paths)
     if where is None:
         ctx.edits.close(owner, f" WHERE {condition}", offset=after)
-    else:
-        ctx.edits.open(where, "(")
-        ctx.edits.close(where, f") AND {condition}")
-        guard_conjuncts(ctx, where, condition, _elements_of(owner), frozenset(name for name, _ in paths))
+        return
+    shapes = [(name, _has_relationships(path)) for name, path in paths]
+    guard_where(
+        ctx, where, lambda _: ctx.predicates.visible_paths(shapes), _elements_of(owner),
+        frozenset(name for name, _ in paths), then=f" AND {condition}",
+    )  # fmt: skip
 
 
 def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
@@ -376,31 +210,59 @@ def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
 #
 # Neo4j may evaluate an agent's condition on an element as soon as it is bound (a middle node,
 # an element inside a quantified path), before the path-level scope predicate. A condition
-# that raises on a hidden value (1 / 0, date('x')) then reports that the value exists. So every
-# agent condition that *could* raise is wrapped as `CASE WHEN <visible> THEN (cond) ELSE false
-# END`: CASE evaluates a branch only once it is selected. Conditions that cannot raise (a
-# comparison of an element's property with a literal) stay as written, so the planner can still
-# use them for index seeks.
+# that raises on a hidden value (1 / 0, date('x')) then reports that the value exists. So an
+# agent WHERE holding a condition that *could* raise runs as `CASE WHEN <visible> THEN (where)
+# ELSE false END`: CASE evaluates a branch only once it is selected. One CASE per WHERE, whatever
+# its number of conjuncts, and its guard names the paths or elements it waits for rather than
+# repeating their predicates, so the rewritten text stays linear in the agent's. The conjuncts
+# that cannot raise (a comparison of an element's property with a literal) are also repeated in
+# front of the CASE, as written, so the planner can still use them for index seeks.
 
 # Operators that never raise on any operand types (they yield null instead).
 _VALUE_COMPARISONS = frozenset({"=", "<>", "<", ">", "<=", ">=", "STARTS_WITH", "ENDS_WITH", "CONTAINS"})
+_LOGICAL = frozenset({"AND", "OR", "XOR"})
 
 
-def _value_cannot_raise(expr: ast.Expr, elements: frozenset[str]) -> bool:
+class _Known:
+    """Element names shared by many checks, plus the few one of them adds: a lookup, never a copy.
+
+    A path with n elements has n inline conditions; copying its names for each would make the
+    rewrite quadratic in the query.
+    """
+
+    __slots__ = ("_added", "_base")
+
+    def __init__(self, base: Container[str], added: tuple[str, ...] = ()) -> None:
+        self._base, self._added = base, added
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._added or name in self._base
+
+    def plus(self, name: str) -> _Known:
+        return _Known(self._base, (*self._added, name))
+
+
+def _value_cannot_raise(expr: ast.Expr, elements: Container[str]) -> bool:
     """A value that is computed without any operation that can fail."""
-    expr = ast.unparen(expr)
-    if isinstance(expr, ast.Literal | ast.Parameter | ast.Variable):
-        return True
-    if isinstance(expr, ast.Property):
-        # Only on an element of this pattern: `s.key` raises when s is a string or a list.
-        subject = ast.unparen(expr.subject)
-        return isinstance(subject, ast.Variable) and subject.name in elements
-    if isinstance(expr, ast.ListLiteral):
-        return all(_value_cannot_raise(item, elements) for item in expr.items)
-    return False
+    pending = [expr]
+    while pending:
+        value = ast.unparen(pending.pop())
+        if isinstance(value, ast.Literal | ast.Parameter | ast.Variable):
+            continue
+        if isinstance(value, ast.Property):
+            # Only on an element of this pattern: `s.key` raises when s is a string or a list.
+            subject = ast.unparen(value.subject)
+            if isinstance(subject, ast.Variable) and subject.name in elements:
+                continue
+            return False
+        if isinstance(value, ast.ListLiteral):
+            pending.extend(value.items)
+            continue
+        return False
+    return True
 
 
-def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str] = frozenset()) -> bool:
+def cannot_raise(expr: ast.Expr, elements: Container[str], paths: Container[str] = frozenset()) -> bool:
     """A boolean condition that cannot raise, whatever the values of ``elements`` (singleton elements).
 
     Deliberately small (fail closed): AND/OR/XOR/NOT over comparisons, IN a list literal,
@@ -408,33 +270,46 @@ def cannot_raise(expr: ast.Expr, elements: frozenset[str], paths: frozenset[str]
     this pattern's elements; and all/any/none/single over ``nodes(p)``/``relationships(p)`` of one
     of this pattern's ``paths`` with such a condition (shortestPath can then still apply it during
     its search). `AND` of a non-boolean raises, so its operands must be conditions.
+
+    Iterative: a flat chain of 2,000 ORs is as deep as the tree gets without brackets.
     """
-    expr = ast.unparen(expr)
-    if isinstance(expr, ast.Literal):
-        return expr.kind in ("boolean", "null")
-    if isinstance(expr, ast.BinaryOp):
-        if expr.op in ("AND", "OR", "XOR"):
-            return cannot_raise(expr.left, elements, paths) and cannot_raise(expr.right, elements, paths)
-        if expr.op in _VALUE_COMPARISONS:
-            return _value_cannot_raise(expr.left, elements) and _value_cannot_raise(expr.right, elements)
-        if expr.op == "IN":  # `x IN 5` raises: the right side must be a list literal
-            operands_safe = _value_cannot_raise(expr.left, elements) and _value_cannot_raise(expr.right, elements)
-            return isinstance(ast.unparen(expr.right), ast.ListLiteral) and operands_safe
-        return False
-    if isinstance(expr, ast.UnaryOp):
-        return expr.op.upper() == "NOT" and cannot_raise(expr.operand, elements, paths)
-    if isinstance(expr, ast.IsNull | ast.TypePredicate):
-        return _value_cannot_raise(expr.operand, elements)
-    if isinstance(expr, ast.LabelCheck):
-        subject = ast.unparen(expr.subject)
-        computed = any(isinstance(n, ast.LabelDynamic) for n in expr.labels.walk())
-        return isinstance(subject, ast.Variable) and subject.name in elements and not computed
-    if isinstance(expr, ast.Quantified) and expr.where is not None and _is_path_elements(expr.source, paths):
-        return cannot_raise(expr.where, elements | {expr.variable.name}, paths)
-    return False
+    pending: list[tuple[ast.Expr, _Known]] = [(expr, _Known(elements))]
+    while pending:
+        node, names = pending.pop()
+        node = ast.unparen(node)
+        if isinstance(node, ast.Literal):
+            safe = node.kind in ("boolean", "null")
+        elif isinstance(node, ast.BinaryOp) and node.op in _LOGICAL:
+            pending += [(node.left, names), (node.right, names)]
+            continue
+        elif isinstance(node, ast.BinaryOp) and node.op in _VALUE_COMPARISONS:
+            safe = _value_cannot_raise(node.left, names) and _value_cannot_raise(node.right, names)
+        elif isinstance(node, ast.BinaryOp) and node.op == "IN":  # `x IN 5` raises: a list literal only
+            safe = (
+                isinstance(ast.unparen(node.right), ast.ListLiteral)
+                and _value_cannot_raise(node.left, names)
+                and _value_cannot_raise(node.right, names)
+            )
+        elif isinstance(node, ast.UnaryOp) and node.op.upper() == "NOT":
+            pending.append((node.operand, names))
+            continue
+        elif isinstance(node, ast.IsNull | ast.TypePredicate):
+            safe = _value_cannot_raise(node.operand, names)
+        elif isinstance(node, ast.LabelCheck):
+            subject = ast.unparen(node.subject)
+            computed = any(isinstance(n, ast.LabelDynamic) for n in node.labels.walk())
+            safe = isinstance(subject, ast.Variable) and subject.name in names and not computed
+        elif isinstance(node, ast.Quantified) and node.where is not None and _is_path_elements(node.source, paths):
+            pending.append((node.where, names.plus(node.variable.name)))
+            continue
+        else:
+            safe = False
+        if not safe:
+            return False
+    return True
 
 
-def _is_path_elements(expr: ast.Expr, paths: frozenset[str]) -> bool:
+def _is_path_elements(expr: ast.Expr, paths: Container[str]) -> bool:
     expr = ast.unparen(expr)
     if not (isinstance(expr, ast.FunctionCall) and expr.name.lower() in ("nodes", "relationships")):
         return False
@@ -454,19 +329,41 @@ def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
     return out
 
 
-def guard_conjuncts(
-    ctx: Context, where: ast.Expr, guard: str, elements: frozenset[str], paths: frozenset[str] = frozenset()
+def _risky_conjuncts(where: ast.Expr, elements: Container[str], paths: Container[str]) -> list[ast.Expr]:
+    return [c for c in _conjuncts(where) if not cannot_raise(c, elements, paths)]
+
+
+def guard_where(
+    ctx: Context,
+    where: ast.Expr,
+    guard: str | Callable[[list[ast.Expr]], str],
+    elements: Container[str],
+    paths: Container[str] = frozenset(),
+    *,
+    then: str = "",
 ) -> None:
-    """Put every conjunct of ``where`` that could raise behind ``guard`` (its value is unchanged where it runs)."""
-    for conjunct in _conjuncts(where):
-        if cannot_raise(conjunct, elements, paths):
-            continue
-        if not guard:
-            raise SCOPE_UNSUPPORTED.rejected(
-                f"the condition {ctx.parsed.source(conjunct)!r} could fail on a hidden element and names no "
-                "element of its pattern to check first; move it into the MATCH's WHERE"
-            )
-        _behind(ctx, conjunct, guard, otherwise="false")
+    """Run ``where`` only once ``guard`` holds, if any of its conjuncts could raise; append ``then``.
+
+    ``guard`` is the guard's text, or builds it from the conjuncts that could raise (an empty
+    text: nothing to check them behind, refuse). Without any, ``where`` stays as written:
+    ``(where)`` followed by ``then``.
+    """
+    risky = _risky_conjuncts(where, elements, paths)
+    if not risky:
+        if then:
+            ctx.edits.open(where, "(")
+            ctx.edits.close(where, f"){then}")
+        return
+    text = guard if isinstance(guard, str) else guard(risky)
+    if not text:
+        raise SCOPE_UNSUPPORTED.rejected(
+            f"the condition {ctx.parsed.source(risky[0])!r} could fail on a hidden element and names no "
+            "element of its pattern to check first; move it into the MATCH's WHERE"
+        )
+    flagged = set(risky)
+    seekable = "".join(f"({ctx.parsed.source(c)}) AND " for c in _conjuncts(where) if c not in flagged)
+    ctx.edits.open(where, f"{seekable}CASE WHEN {text} THEN (")
+    ctx.edits.close(where, f") ELSE false END{then}")
 
 
 def _behind(ctx: Context, expr: ast.Expr, guard: str, *, otherwise: str) -> None:
@@ -490,7 +387,7 @@ def _env(path: ast.Path) -> dict[str, str]:
             listed = element.length is not None or element.quantifier is not None
             env[element.variable.name] = _RELS if listed else _REL
         elif isinstance(element, ast.QuantifiedPath) and element.quantifier is None:
-            env.update(_env(element.path))  # `((a)-->(b))`: a plain group binds singletons
+            env.update(_env(element.path))  # `((a)-->(b))`: a plain group binds singletons (bracket-bounded depth)
     return env
 
 
@@ -503,31 +400,28 @@ def _owner_paths(owner: ast.Node) -> list[ast.Path]:
 
 
 def _elements_of(owner: ast.Node) -> frozenset[str]:
-    return frozenset(name for path in _owner_paths(owner) for name, kind in _env(path).items() if kind in (_NODE, _REL))
+    return frozenset(name for path in _owner_paths(owner) for name in _singletons(_env(path)))
 
 
-def _visible_element(ctx: Context, name: str, kind: str) -> str:
-    var = quote_name(name)
-    if kind == _NODE:
-        return f"({ctx.predicates.visible(var)})"
-    if kind == _REL:
-        return f"({ctx.predicates.visible_relationship_with_endpoints(var)})"
-    item = f"{GENERATED_PREFIX}e"
-    return f"all({item} IN {var} WHERE {ctx.predicates.visible_relationship_with_endpoints(item)})"
+def _element_guard(ctx: Context, env: dict[str, str], names: set[str], single: str | None = None) -> str:
+    """One predicate: every element of ``env`` named in ``names`` is visible ("" when none is).
+
+    ``single`` names a quantified relationship inside its own WHERE, where it is one relationship.
+    """
+    kinds = {name: _REL if name == single else env[name] for name in sorted(names) if name in env}
+    return ctx.predicates.visible_elements(
+        [quote_name(n) for n, kind in kinds.items() if kind == _NODE],
+        [quote_name(n) for n, kind in kinds.items() if kind == _REL],
+        [quote_name(n) for n, kind in kinds.items() if kind == _RELS],
+    )
 
 
-def _element_guard(ctx: Context, env: dict[str, str], names: set[str]) -> str:
-    return " AND ".join(_visible_element(ctx, name, env[name]) for name in sorted(names) if name in env)
+def _referenced(exprs: list[ast.Expr]) -> set[str]:
+    return {node.name for expr in exprs for node in expr.walk() if isinstance(node, ast.Variable)}
 
 
-def _referenced(expr: ast.Node) -> set[str]:
-    return {node.name for node in expr.walk() if isinstance(node, ast.Variable)}
-
-
-def _guard_value(ctx: Context, value: ast.Expr, guard: str, elements: frozenset[str]) -> None:
+def _guard_value(ctx: Context, value: ast.Expr, guard: str) -> None:
     """A property-map value that could raise runs only once ``guard`` holds (else null: no match)."""
-    if _value_cannot_raise(value, elements):
-        return
     if not guard:
         raise SCOPE_UNSUPPORTED.rejected(
             f"the property value {ctx.parsed.source(value)!r} could fail on a hidden element; "
@@ -536,34 +430,41 @@ def _guard_value(ctx: Context, value: ast.Expr, guard: str, elements: frozenset[
     _behind(ctx, value, guard, otherwise="null")
 
 
-def _guard_element(ctx: Context, element: ast.NodePattern | ast.RelPattern, env: dict[str, str]) -> None:
+def _singletons(env: dict[str, str]) -> frozenset[str]:
+    return frozenset(name for name, kind in env.items() if kind in (_NODE, _REL))
+
+
+def _guard_element(
+    ctx: Context, element: ast.NodePattern | ast.RelPattern, env: dict[str, str], singletons: frozenset[str]
+) -> None:
     own = {element.variable.name} if element.variable is not None else set()
-    local = dict(env)
+    single: str | None = None
+    known: Container[str] = singletons
     if isinstance(element, ast.RelPattern) and element.variable is not None and element.length is None:
-        local[element.variable.name] = _REL  # a quantified relationship is a single one in its own WHERE
-    singletons = frozenset(n for n, k in local.items() if k in (_NODE, _REL))
+        single = element.variable.name  # a quantified relationship is a single one in its own WHERE
+        known = _Known(singletons, (single,))
     if element.where is not None:
-        guard = _element_guard(ctx, local, own | (_referenced(element.where) & set(local)))
-        guard_conjuncts(ctx, element.where, guard, singletons)
+        where = element.where
+        guard_where(ctx, where, lambda risky: _element_guard(ctx, env, own | _referenced(risky), single), known)
     if isinstance(element.properties, ast.MapLiteral):
         for entry in element.properties.entries:
-            guard = _element_guard(ctx, local, own | (_referenced(entry.value) & set(local)))
-            _guard_value(ctx, entry.value, guard, singletons)
+            if not _value_cannot_raise(entry.value, known):
+                _guard_value(ctx, entry.value, _element_guard(ctx, env, own | _referenced([entry.value]), single))
 
 
 def guard_path_conditions(ctx: Context, path: ast.Path) -> None:
     """Inline WHEREs, property maps and quantified-path WHEREs inside ``path``, behind their elements' visibility."""
     env = _env(path)
+    singletons = _singletons(env)
     for element in path.elements:
         if isinstance(element, ast.QuantifiedPath):
             inner = _env(element.path)
             if element.where is not None:
                 # Every element of the group is in scope here: check them all, not only those named.
-                singletons = frozenset(n for n, k in inner.items() if k in (_NODE, _REL))
-                guard_conjuncts(ctx, element.where, _element_guard(ctx, inner, set(inner)), singletons)
-            guard_path_conditions(ctx, element.path)
+                guard_where(ctx, element.where, _element_guard(ctx, inner, set(inner)), _singletons(inner))
+            guard_path_conditions(ctx, element.path)  # depth bounded by the brackets
         else:
-            _guard_element(ctx, element, env)
+            _guard_element(ctx, element, env, singletons)
 
 
 def scope_selected_path(ctx: Context, part: ast.PatternPart) -> None:
@@ -634,6 +535,9 @@ def _scope_pattern_predicate(ctx: Context, node: ast.PatternPredicate) -> list[t
 
 Scoper = Callable[[Context, Any], list[tuple[str, ast.Path]]]
 
+# Expressions that own patterns: each draws its generated names from a frame of its own.
+EXPRESSION_OWNERS = (ast.SubqueryExpr, ast.PatternComprehension, ast.PatternPredicate)
+
 SCOPERS: dict[type[ast.Node], Scoper] = {
     ast.Match: _scope_match,
     ast.SubqueryExpr: _scope_subquery,
@@ -647,16 +551,39 @@ def scope_patterns(ctx: Context) -> None:
     """Give every pattern a path variable and a visibility condition in its own WHERE.
 
     In the same walk, every agent condition that could raise is put behind the visibility of
-    what it runs on (``guard_conjuncts``, ``guard_path_conditions``). It has to be the same
+    what it runs on (``guard_where``, ``guard_path_conditions``). It has to be the same
     pre-order walk: a guarded conjunct can have the very span of a pattern predicate, and the
     guard must be registered first to wrap the EXISTS the predicate becomes (edits.py).
     """
-    for node in ctx.parsed.walk():
+    stack: list[tuple[ast.Node, Frame]] = [(statement, ctx.frame) for statement in reversed(ctx.parsed.statements)]
+    while stack:
+        node, frame = stack.pop()
+        if isinstance(node, EXPRESSION_OWNERS):
+            frame = Frame(frame.depth + 1)
+        ctx.frame = frame
+        if _is_exists_function(node):
+            # exists(<pattern>) takes only a pattern: drop the name and keep its parentheses, so
+            # the pattern predicate inside becomes ((EXISTS { … })), the same test, scoped.
+            ctx.edits.replace(node.start, token_at(ctx.parsed, node.start, "("), "")
         scoper = SCOPERS.get(type(node))
-        if scoper is None:
-            continue
-        for _, path in scoper(ctx, node):
-            guard_path_conditions(ctx, path)
+        if scoper is not None:
+            for _, path in scoper(ctx, node):
+                guard_path_conditions(ctx, path)
+        stack.extend((child, frame) for child in reversed(node.children()))
+
+
+def _is_exists_function(node: ast.Node) -> bool:
+    return (
+        isinstance(node, ast.FunctionCall)
+        and node.name.lower() == "exists"
+        and len(node.args) == 1
+        and isinstance(ast.unparen(node.args[0]), ast.PatternPredicate)
+    )
+
+
+def keep_columns(ctx: Context) -> None:
+    """The agent's columns stay its own: no generated variable in ``*``, no rewritten text as a name."""
+    keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated)
 
 
 def refuse_unscoped(ctx: Context) -> None:
@@ -673,13 +600,24 @@ PASSES: tuple[Pass, ...] = (
     refuse_element_ids,
     refuse_unscopable,
     scope_patterns,
+    keep_columns,
     refuse_unscoped,
 )
 
 
-def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates) -> str:
-    """The rewritten Cypher of ``parsed``; raises ``QueryRejected`` (``scope.unsupported``) when it cannot be scoped."""
+def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, max_chars: int) -> str:
+    """The rewritten Cypher of ``parsed``; raises ``QueryRejected`` when it cannot be scoped.
+
+    ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
+    would be longer than ``max_chars`` (checked before the text is built).
+    """
     ctx = Context(parsed=parsed, policy=policy, predicates=predicates)
     for scope_pass in PASSES:
         scope_pass(ctx)
+    size = len(parsed.text) + ctx.edits.inserted_chars()
+    if size > max_chars:
+        raise SCOPE_TOO_LARGE.rejected(
+            f"the scoped query would be {size:,} characters long (the visibility predicates add about 230 "
+            f"per pattern); the limit is {max_chars:,}: use fewer patterns"
+        )
     return ctx.edits.apply(parsed)

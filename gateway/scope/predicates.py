@@ -16,6 +16,7 @@ malformed value yields ``false`` instead of an error (checked against Neo4j
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -79,3 +80,31 @@ class Predicates:
             f"{self.visible_relationship(rel)} AND ({self.visible(f'startNode({rel})')}) "
             f"AND ({self.visible(f'endNode({rel})')})"
         )
+
+    # One predicate for many paths or elements: the guard in front of an agent's condition names
+    # what it waits for, so its length grows by a name per path, not by a predicate per path.
+
+    def visible_paths(self, paths: Sequence[tuple[str, bool]]) -> str:
+        """Every node and relationship on every path of ``paths`` ((name, has_relationships) pairs) is visible."""
+        node = f"{GENERATED_PREFIX}x"
+        nodes = " + ".join(f"nodes({name})" for name, _ in paths)
+        out = f"all({node} IN {nodes} WHERE {self.visible(node)})"
+        with_relationships = [name for name, has in paths if has]
+        if with_relationships:
+            rel = f"{GENERATED_PREFIX}r"
+            rels = " + ".join(f"relationships({name})" for name in with_relationships)
+            out += f" AND all({rel} IN {rels} WHERE {self.visible_relationship(rel)})"
+        return out
+
+    def visible_elements(self, nodes: Sequence[str], relationships: Sequence[str], lists: Sequence[str]) -> str:
+        """Every node of ``nodes``, every relationship of ``relationships`` and of each list in ``lists``
+        (variables), the relationships with both endpoints, is visible."""
+        parts: list[str] = []
+        if nodes:
+            node = f"{GENERATED_PREFIX}x"
+            parts.append(f"all({node} IN [{', '.join(nodes)}] WHERE {self.visible(node)})")
+        sources = ([f"[{', '.join(relationships)}]"] if relationships else []) + list(lists)
+        if sources:
+            rel = f"{GENERATED_PREFIX}e"
+            parts.append(f"all({rel} IN {' + '.join(sources)} WHERE {self.visible_relationship_with_endpoints(rel)})")
+        return " AND ".join(parts)

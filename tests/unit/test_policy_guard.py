@@ -40,6 +40,7 @@ ANALYZE_PROCEDURES = "procedures_allowed: []\n    functions_denied: *"
         (("allowed_clauses: [MATCH,", "allowed_clauses: [CREATE, MATCH,"), "allowed_clauses"),
         (('prefixes: ["__gw", "__mentis"]', 'prefixes: ["__mentis"]'), "scope_parameter"),
         (("max_rows: 100", "max_rows: 0"), "max_rows"),
+        (("max_rewritten_chars: 100000", "max_rewritten_chars: 0"), "max_rewritten_chars"),
         ((ANALYZE_PROCEDURES, ANALYZE_PROCEDURES.replace("[]", '["db.*"]')), "procedures_allowed"),
     ],
 )

@@ -52,13 +52,16 @@ def test_a_named_path_is_reused_not_renamed() -> None:
 @pytest.mark.parametrize(
     "cypher, marker",
     [
-        ("MATCH (a) WHERE EXISTS { (a)-->(b) } RETURN a", "EXISTS { MATCH __gw_p2 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN COUNT { (a)-->() } AS c", "COUNT { MATCH __gw_p2 = (a)-->() WHERE"),
-        ("MATCH (a) RETURN COLLECT { MATCH (a)-->(b) RETURN b.id } AS c", "COLLECT { MATCH __gw_p2 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN [(a)-->(b) | b.id] AS c", "[__gw_p2 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x > 1 | b.id] AS c", "[__gw_p2 = (a)-->(b) WHERE (b.x > 1) AND"),
-        ("MATCH (a) WHERE (a)-->(:Fact) RETURN a", "(EXISTS { MATCH __gw_p2 = (a)-->(:Fact) WHERE"),
-        ("MATCH (a) WHERE NOT (a)-->() RETURN a", "NOT EXISTS { MATCH __gw_p2 = (a)-->() WHERE"),
+        ("MATCH (a) WHERE EXISTS { (a)-->(b) } RETURN a", "EXISTS { MATCH __gw_p1_1 = (a)-->(b) WHERE"),
+        ("MATCH (a) RETURN COUNT { (a)-->() } AS c", "COUNT { MATCH __gw_p1_1 = (a)-->() WHERE"),
+        (
+            "MATCH (a) RETURN COLLECT { MATCH (a)-->(b) RETURN b.id } AS c",
+            "COLLECT { MATCH __gw_p1_1 = (a)-->(b) WHERE",
+        ),
+        ("MATCH (a) RETURN [(a)-->(b) | b.id] AS c", "[__gw_p1_1 = (a)-->(b) WHERE"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x > 1 | b.id] AS c", "[__gw_p1_1 = (a)-->(b) WHERE (b.x > 1) AND"),
+        ("MATCH (a) WHERE (a)-->(:Fact) RETURN a", "(EXISTS { MATCH __gw_p1_1 = (a)-->(:Fact) WHERE"),
+        ("MATCH (a) WHERE NOT (a)-->() RETURN a", "NOT EXISTS { MATCH __gw_p1_1 = (a)-->() WHERE"),
         ("MATCH ((a)-[:NEXT]->(b)){1,3} RETURN a", "MATCH __gw_p1 = ((a)-[:NEXT]->(b)){1,3} WHERE"),
         ("MATCH p = shortestPath((a)-[*..4]-(b)) RETURN p", "MATCH p = shortestPath((a)-[*..4]-(b)) WHERE"),
         ("MATCH shortestPath((a)-[*..4]-(b)) RETURN a", "MATCH __gw_p1 = shortestPath((a)-[*..4]-(b)) WHERE"),
@@ -195,28 +198,45 @@ def test_a_condition_that_cannot_raise_stays_as_written() -> None:
 )
 def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str) -> None:
     out = rewritten(f"MATCH p = (a)-->(x)-->(b) WHERE a.id = 'x' AND {condition} RETURN b")
-    assert "a.id = 'x' AND CASE WHEN (all(__gw_x IN nodes(p) WHERE" in out
-    assert f"THEN ({condition}) ELSE false END" in out
+    # The whole WHERE runs behind the path's visibility; the condition that cannot raise is
+    # repeated in front, as written, for the planner.
+    assert "WHERE (a.id = 'x') AND CASE WHEN all(__gw_x IN nodes(p) WHERE" in out
+    assert f"THEN (a.id = 'x' AND {condition}) ELSE false END AND (all(__gw_x IN nodes(p) WHERE" in out
 
 
-def test_only_the_conjuncts_that_could_raise_are_guarded_and_parentheses_stay_balanced() -> None:
+def test_one_guard_per_where_with_the_conditions_that_cannot_raise_repeated_in_front() -> None:
     out = rewritten("MATCH (a) WHERE ((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2 RETURN a")
-    assert "THEN ((1 / a.n = 1) OR (a.x = 1)) ELSE false END) AND a.y = 2" in out
+    assert "WHERE (a.y = 2) AND CASE WHEN " in out
+    assert "THEN (((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2) ELSE false END AND (all(" in out
+    # A repeated condition keeps its own parentheses: an OR must not bind looser than the AND after it.
+    out = rewritten("MATCH (a) WHERE (a.x = 1 OR a.y = 2) AND 1 / a.n = 1 RETURN a")
+    assert "WHERE (a.x = 1 OR a.y = 2) AND CASE WHEN " in out
+
+
+def test_the_guard_names_every_path_once_however_many_conditions_could_raise() -> None:
+    out = rewritten("MATCH (a), (b)-->(c) WHERE 1 / a.n = 1 AND 1 / b.n = 1 AND 1 / c.n = 1 RETURN a")
+    assert out.count("CASE WHEN all(__gw_x IN nodes(__gw_p1) + nodes(__gw_p2) WHERE") == 1
+    assert "all(__gw_r IN relationships(__gw_p2) WHERE" in out.split(" THEN (")[0]
+    assert out.count(" ELSE false END AND (all(") == 1
 
 
 @pytest.mark.parametrize(
     "cypher, guarded",
     [
         # Inline WHERE of a middle node: behind that node's visibility.
-        ("MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z", "(y WHERE CASE WHEN (CASE WHEN y.layers IS NULL"),
+        ("MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z", "(y WHERE CASE WHEN all(__gw_x IN [y] WHERE CASE"),
         # Quantified path: behind every element of the group.
-        ("MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z", "WHERE CASE WHEN ((CASE WHEN r.layers"),
+        (
+            "MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z",
+            "WHERE CASE WHEN all(__gw_x IN [u, v] WHERE CASE WHEN __gw_x.layers IS NULL",
+        ),
+        ("MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z", "all(__gw_e IN [r] WHERE"),
         # Quantified relationship: the relationship and both its endpoints.
-        ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(r).layers"),
+        ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(__gw_e).layers"),
         # A property map value that could raise: behind the element, null (no match) otherwise.
-        ("MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z", "(z {n: CASE WHEN (CASE WHEN y.layers IS NULL"),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE (CASE WHEN (all(__gw_x IN nodes(__gw_p2)"),
-        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE (CASE WHEN (all(__gw_x IN nodes("),
+        ("MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z", "(z {n: CASE WHEN all(__gw_x IN [y, z] WHERE CASE"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE CASE WHEN all(__gw_x IN nodes(__gw_p1_1)"),
+        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE CASE WHEN all(__gw_x IN nodes("),
     ],
 )
 def test_conditions_inside_patterns_are_guarded(cypher: str, guarded: str) -> None:
@@ -247,3 +267,32 @@ def test_a_safe_all_over_the_patterns_own_path_stays_as_written() -> None:
     # nodes() of something that is not this pattern's path could raise (a string): guarded.
     other = "MATCH (a)-->(b) WITH a, 'x' AS q MATCH (a)-->(c) WHERE all(n IN nodes(q) WHERE n.x > 0) RETURN c"
     assert "THEN (all(n IN nodes(q)" in rewritten(other)
+
+
+# ---- cost: the rewritten text grows linearly, and the policy caps it -----------------------
+
+
+def _many(patterns: int, conditions: int) -> str:
+    return "MATCH " + ", ".join(["()"] * patterns) + " WHERE " + " AND ".join(["1 / $x = 1"] * conditions) + " RETURN 1"
+
+
+def test_many_patterns_times_many_conditions_grows_linearly_not_as_their_product() -> None:
+    # The guard in front of the WHERE names every path once, however many conditions it holds.
+    base = len(rewritten(_many(20, 20)))
+    assert len(rewritten(_many(40, 20))) - base == pytest.approx(
+        len(rewritten(_many(60, 20))) - len(rewritten(_many(40, 20))), rel=0.01
+    )
+    more_conditions = len(rewritten(_many(20, 40))) - base
+    assert more_conditions == 20 * len(" AND 1 / $x = 1")  # each condition once, nothing per pattern
+
+
+def test_a_rewrite_longer_than_the_policys_limit_is_refused_before_it_is_built() -> None:
+    limits = POLICY.tool("analyze").limits.model_copy(update={"max_query_chars": 1000, "max_rewritten_chars": 5000})
+    tools = {name: tool.model_copy(update={"limits": limits}) for name, tool in POLICY.tools.items()}
+    small = POLICY.model_copy(update={"tools": tools})
+    assert len(rewritten("MATCH (), () RETURN 1", policy=small)) < 5000
+    decision = guard.check("MATCH " + ", ".join(["()"] * 30) + " RETURN 1", {}, "analyze", small)
+    assert decision.parsed is not None
+    with pytest.raises(QueryRejected) as info:
+        scope.plan(decision.parsed, small, "analyze", ANYONE)
+    assert info.value.rule == "scope.too_large" and "5,000" in info.value.reason

@@ -15,6 +15,7 @@ import yaml
 from mcp import Client
 from mcp.types import TextResourceContents
 
+from gateway.audit import AuditLog
 from gateway.domain import Principal
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
@@ -117,3 +118,48 @@ def test_policy_resource_is_the_active_policy() -> None:
     shown = yaml.safe_load(anyio.run(go))
     assert shown["name"] == policy.name
     assert shown["tools"]["analyze"]["limits"]["max_rows"] == policy.tool("analyze").limits.max_rows
+
+
+class Broken:
+    """A runner with a bug: anything unexpected on the request path, not a sandbox answer."""
+
+    def run(self, job: SandboxJob) -> SandboxResult:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_unexpected_exception_is_a_typed_internal_error_with_its_audit_line(tmp_path: Any) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    gateway = Gateway(load_policy(), Broken(), audit=audit)
+    failed, after = _calls(gateway, ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"}))
+    body = _error(failed)
+    assert body["code"] == "internal" and body["queryId"] in body["message"]
+    assert "Recursion" not in body["message"]  # the traceback is the operator's, not the caller's
+    assert not after.is_error  # the session survived
+    (line,) = [entry for entry in audit.read() if entry["tool"] == "analyze"]
+    assert line["query_id"] == body["queryId"]
+    assert (line["decision"], line["error_code"]) == ("error", "internal")
+
+
+def test_an_exception_before_the_gateway_is_reached_is_typed_and_audited(tmp_path: Any) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    gateway = Gateway(load_policy(), Answering(), audit=audit)
+
+    def resolve(ctx: Any) -> Any:
+        raise KeyError("no principal table")
+
+    server = build_server(gateway, resolve)
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("analyze", COUNT)
+
+    body = _error(anyio.run(go))
+    assert body["code"] == "internal"
+    (line,) = audit.read()
+    assert (line["query_id"], line["error_code"], line["principal"]) == (body["queryId"], "internal", "unknown")

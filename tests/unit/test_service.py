@@ -10,8 +10,16 @@ from typing import Any
 
 import pytest
 
+from gateway.audit import AuditLog
 from gateway.domain import LayerSwitches, Principal
-from gateway.errors import InvalidInput, Neo4jRefused, QueryRejected, QueryTimeout, SandboxUnavailable
+from gateway.errors import (
+    InternalError,
+    InvalidInput,
+    Neo4jRefused,
+    QueryRejected,
+    QueryTimeout,
+    SandboxUnavailable,
+)
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
@@ -112,3 +120,24 @@ def test_check_reports_rule_and_rewritten_query_without_running() -> None:
     allowed = gateway.check("analyze", COUNT, {}, ALICE)
     assert allowed.allowed is True and allowed.rewritten is not None and f"${SCOPE_KEY}" in allowed.rewritten
     assert runner.jobs == []
+
+
+def test_a_bug_in_any_step_answers_internal_with_the_query_id_of_its_audit_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    def broken_plan(*args: Any, **kwargs: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("gateway.service.scope.plan", broken_plan)
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    gateway = Gateway(POLICY, Recording(), audit=audit)
+    with pytest.raises(InternalError) as ran:
+        gateway.run("analyze", COUNT, {}, ALICE)
+    with pytest.raises(InternalError) as checked:
+        gateway.check("analyze", COUNT, {}, ALICE)
+    lines = audit.read()
+    assert [(line["tool"], line["query_id"], line["error_code"]) for line in lines] == [
+        ("analyze", ran.value.query_id, "internal"),
+        ("check", checked.value.query_id, "internal"),
+    ]
+    assert ran.value.code == "internal" and ran.value.query_id in ran.value.message
