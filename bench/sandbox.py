@@ -31,8 +31,9 @@ from gateway.config import connection_settings
 from gateway.ops import images, neo4j_local
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, job_for, remove_leftovers, settings_for
+from gateway.runner.contract import credentials_line, job_line, parse_result
 from gateway.runner.docker_io import FrameReader, raw_socket, sandbox_spec
-from sandbox.wire import SANDBOX_READY, SandboxJob, SandboxResult
+from sandbox.wire import SANDBOX_READY, SandboxJob
 
 ANALYZE = load_policy().tool("analyze")
 
@@ -85,16 +86,20 @@ def warm(runner: SandboxRunner, cypher: str) -> float:
 def cold(runner: SandboxRunner, client: Any, cypher: str) -> float:
     """What a hardened `docker run --rm` per query costs: create, start, connect, run, remove."""
     started = time.perf_counter()
-    container = client.containers.create(
-        **sandbox_spec(runner.settings, f"cgw-sock-{runner.runner_id}", runner.runner_id)
+    spec = sandbox_spec(
+        runner.settings, f"cgw-sock-{runner.runner_id}", runner.runner_id, runtime=str(runner.runtime), max_jobs=1
     )
+    container = client.containers.create(**spec)
     try:
         attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         reader = FrameReader(raw_socket(attached))
         container.start()
+        reader.sock.sendall(
+            credentials_line(runner.settings.neo4j_user, runner.settings.neo4j_password.get_secret_value())
+        )
         reader.read_until_stderr(SANDBOX_READY.encode(), time.monotonic() + 30)
-        reader.sock.sendall(job(cypher).model_dump_json().encode() + b"\n")
-        result = SandboxResult.model_validate_json(reader.read_stdout_line(time.monotonic() + 30))
+        reader.sock.sendall(job_line(job(cypher)))
+        result = parse_result(reader.read_stdout_line(time.monotonic() + 30))
         assert result.ok, result.error
         attached.close()
     finally:

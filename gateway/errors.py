@@ -15,8 +15,11 @@ the guard answers it with ``QueryRejected``.
     │   ├── QueryTimeout              "timeout": Neo4j stopped the query at the policy's timeout
     │   ├── Neo4jRefused              "neo4j_refused": Neo4j refused the query at run time
     │   │                             (only its code when scope is on: gateway.scope.withheld_details)
-    │   └── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
-    │                                 that cannot start into ``degraded: ["<tool>:disabled"]``
+    │   ├── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
+    │   │                             that cannot start into ``degraded: ["<tool>:disabled"]``
+    │   └── Busy                      "busy": at capacity (every sandbox taken, or the principal's
+    │                                 concurrency limit reached) for the policy's wait;
+    │                                 ``retry_after_ms`` says when to try again
     ├── SetupError                    operator-facing: a start or set-up step cannot go on
     │   ├── PolicyError               gateway/policy.py: a policy file is unreadable or invalid
     │   ├── ConfigError               gateway/config.py: the server's settings
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorCode = Literal["rejected", "invalid_input", "timeout", "neo4j_refused", "unavailable"]
+ErrorCode = Literal["rejected", "invalid_input", "timeout", "neo4j_refused", "unavailable", "busy"]
 
 
 class GatewayError(Exception):
@@ -85,6 +88,19 @@ class SandboxUnavailable(GatewayError):
     """The sandbox cannot run; the tool answers ``degraded: ["<tool>:disabled"]``, never unsandboxed."""
 
     code: ErrorCode = "unavailable"
+
+
+class Busy(GatewayError):
+    """At capacity: nothing ran, and trying again after ``retry_after_ms`` may succeed.
+
+    Never a degraded answer (the sandbox works, it is only full) and never an unsandboxed run.
+    """
+
+    code: ErrorCode = "busy"
+
+    def __init__(self, message: str, retry_after_ms: int) -> None:
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
 
 
 class SetupError(Exception):

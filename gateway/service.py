@@ -105,10 +105,11 @@ class Gateway:
     ) -> ToolResult:
         """Run one agent query through every layer.
 
-        Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``Neo4jRefused`` or
-        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died). When no
-        sandbox can be started at all, it answers ``degraded: ["<tool>:disabled"]`` with no
-        rows instead: the query is never run anywhere else.
+        Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``Neo4jRefused``,
+        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died) or ``Busy``
+        (at capacity for the policy's wait: nothing ran). When no sandbox can be started at
+        all, it answers ``degraded: ["<tool>:disabled"]`` with no rows instead: the query is
+        never run anywhere else.
         """
         started = time.monotonic()
         query_id = uuid.uuid4().hex
@@ -137,7 +138,7 @@ class Gateway:
             explain_check=self.layers.explain_check,
         )  # fmt: skip
         try:
-            sandbox_result = self.runner.run(job)
+            sandbox_result = self.runner.run(job, principal)
         except SandboxUnavailable:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         error = error_for(sandbox_result)

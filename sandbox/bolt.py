@@ -70,7 +70,7 @@ class BoltBackend:
             uri = str(config.neo4j_uri)
         self.driver = neo4j.GraphDatabase.driver(
             uri,
-            auth=(config.neo4j_user, config.neo4j_password.get_secret_value()),
+            auth=(config.neo4j_user, config.neo4j_password),
             max_connection_pool_size=2,
             connection_timeout=3.0,
             connection_acquisition_timeout=3.0,

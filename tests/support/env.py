@@ -40,13 +40,12 @@ def server_env(connection: Neo4jConnection, sandbox_image: str, audit_path: Path
 
 
 def sandbox_program_env(connection: Neo4jConnection) -> dict[str, str]:
-    """Environment for the sandbox program run on the host, straight at ``connection``."""
+    """Environment for the sandbox program run on the host, straight at ``connection``.
+
+    It holds no credentials: the program reads its account from the first line on stdin.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("CGW_")}
-    env.update(
-        CGW_NEO4J_URI=connection.uri,
-        CGW_NEO4J_USER=connection.user,
-        CGW_NEO4J_PASSWORD=connection.password,
-    )
+    env.update(CGW_NEO4J_URI=connection.uri)
     if connection.database:
         env["CGW_DATABASE"] = connection.database
     return env

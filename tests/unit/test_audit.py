@@ -15,31 +15,25 @@ from gateway.errors import SandboxUnavailable
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 SECRET_VALUE = "param-value-that-must-not-be-logged"
 ALICE = Principal(name="alice", scope=frozenset({"l1"}))
 
 
-class AnsweringRunner:
+class AnsweringRunner(RunnerStub):
     """Stands in for the sandbox in orchestration tests only (the e2e tests use the real one)."""
 
     def __init__(self, **result: Any) -> None:
+        super().__init__()
         self.result = result
-        self.jobs: list[SandboxJob] = []
 
-    def run(self, job: SandboxJob) -> SandboxResult:
-        self.jobs.append(job)
+    def answer(self, job: SandboxJob) -> SandboxResult:
         return SandboxResult(query_id=job.query_id, ok=True, **self.result)
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def close(self) -> None:
-        pass
 
 
 class GoneRunner(AnsweringRunner):
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def answer(self, job: SandboxJob) -> SandboxResult:
         raise SandboxUnavailable("the Docker daemon is not reachable")
 
 

@@ -20,24 +20,20 @@ from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 P = Principal(name="t", scope=frozenset({"l1"}))
 
 
-class Answering:
+class Answering(RunnerStub):
     def __init__(self, error: SandboxError | None = None) -> None:
+        super().__init__()
         self.error = error
 
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def answer(self, job: SandboxJob) -> SandboxResult:
         if self.error:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.error)
         return SandboxResult(query_id=job.query_id, ok=True, columns=["c"], rows=[[7]], row_count=1, bytes=3)
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def close(self) -> None:
-        pass
 
 
 def _calls(gateway: Gateway, *calls: tuple[str, dict[str, Any]]) -> list[Any]:

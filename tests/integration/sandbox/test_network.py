@@ -58,7 +58,7 @@ if os.environ.get("PROBE_SOCKET"):
     import neo4j
     shim = Shim(path)
     with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{shim.port}",
-                                    auth=(os.environ["CGW_NEO4J_USER"], os.environ["CGW_NEO4J_PASSWORD"])) as d:
+                                    auth=(os.environ["PROBE_USER"], os.environ["PROBE_PASSWORD"])) as d:
         with d.session(default_access_mode=neo4j.READ_ACCESS) as s:
             out["bolt_via_socket"] = s.run("RETURN 41 + 1 AS x").single()["x"]
 print(json.dumps(out))
@@ -73,12 +73,18 @@ LISTENER = (
 
 
 def _run_probe(
-    docker_client: Any, spec: dict[str, Any], targets: list[tuple[str, int]], with_socket: bool
+    docker_client: Any,
+    spec: dict[str, Any],
+    targets: list[tuple[str, int]],
+    with_socket: bool,
+    account: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
+    """Run the probe in a container made from ``spec``; ``account`` logs in through the socket."""
     spec = {**spec, "entrypoint": ["python3", "-c", PROBE], "stdin_open": False, "detach": True}
     spec["environment"] = {**spec.get("environment", {}), "PROBE_TARGETS": json.dumps(targets)}
     if with_socket:
-        spec["environment"]["PROBE_SOCKET"] = SOCKET_PATH
+        assert account is not None, "the probe logs in through the socket"
+        spec["environment"].update(PROBE_SOCKET=SOCKET_PATH, PROBE_USER=account[0], PROBE_PASSWORD=account[1])
     spec["log_config"] = {"Type": "json-file", "Config": {}}
     spec["labels"] = {**spec.get("labels", {}), "cypher-gateway.test": "network-probe"}
     container = docker_client.containers.run(**spec)
@@ -192,8 +198,9 @@ def test_the_sandbox_reaches_only_the_neo4j_port(
     assert control["tcp"][f"172.17.0.1:{host_listener}"] == "connected", control
 
     # The sandbox itself, started exactly as the pool starts it.
-    spec = sandbox_spec(settings, volume, sandbox_runner.runner_id)
-    result = _run_probe(docker_client, spec, [*forbidden, (internal_gw, host_listener)], with_socket=True)
+    spec = sandbox_spec(settings, volume, sandbox_runner.runner_id, runtime=str(sandbox_runner.runtime), max_jobs=1)
+    account = (settings.neo4j_user, settings.neo4j_password.get_secret_value())
+    result = _run_probe(docker_client, spec, [*forbidden, (internal_gw, host_listener)], True, account)
     assert result["bolt_via_socket"] == 42, "the one allowed path (Bolt through the socket) must work"
     leaks = {target: verdict for target, verdict in result["tcp"].items() if verdict == "connected"}
     assert not leaks, f"the sandbox reached: {leaks}"

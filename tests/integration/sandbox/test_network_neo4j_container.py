@@ -14,7 +14,7 @@ from gateway.config import load_settings
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import sandbox_spec
 from tests.integration.sandbox.test_network import _run_probe
-from tests.support.jobs import make_job
+from tests.support.jobs import PATIENT, make_job
 
 
 def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_image: str, docker_client: Any) -> None:
@@ -32,7 +32,7 @@ def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_ima
                 sandbox_image=sandbox_image, pool_size=1,
             )  # fmt: skip
             settings = settings_for(gateway_settings, forwarder_network=network.name)
-            runner = SandboxRunner(settings)
+            runner = SandboxRunner(settings, PATIENT)
             try:
                 assert runner.wait_ready(60), runner.available()
                 result = runner.run(make_job("MATCH (n:Seed) RETURN count(n) AS c"))
@@ -41,8 +41,11 @@ def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_ima
                 ip = neo4j_container.get_wrapped_container().attrs["NetworkSettings"]["Networks"][network.name][
                     "IPAddress"
                 ]
-                spec = sandbox_spec(settings, f"cgw-sock-{runner.runner_id}", runner.runner_id)
-                probe = _run_probe(docker_client, spec, [(ip, 7474), (ip, 7687)], with_socket=True)
+                spec = sandbox_spec(
+                    settings, f"cgw-sock-{runner.runner_id}", runner.runner_id, runtime=str(runner.runtime), max_jobs=1
+                )
+                account = ("neo4j", "container-pw")
+                probe = _run_probe(docker_client, spec, [(ip, 7474), (ip, 7687)], True, account)
                 assert probe["bolt_via_socket"] == 42
                 assert all(v.startswith("blocked") for v in probe["tcp"].values()), probe["tcp"]
                 assert probe["dns"]["neo4j"].startswith("failed"), probe["dns"]

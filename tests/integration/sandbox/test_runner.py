@@ -8,6 +8,7 @@ from typing import Any
 
 from gateway.runner import SandboxRunner, remove_leftovers
 from gateway.runner.docker_io import LABEL_RUNNER
+from sandbox.wire import to_json
 from tests.support.jobs import SettingsFactory, make_job
 from tests.support.waiting import wait_until
 
@@ -66,7 +67,7 @@ def test_sandbox_containers_are_hardened(sandbox_runner: SandboxRunner, docker_c
 def test_the_password_is_not_in_the_container_logs_or_result(sandbox_runner: SandboxRunner) -> None:
     password = sandbox_runner.settings.neo4j_password.get_secret_value()
     result = sandbox_runner.run(make_job("RETURN 'x' AS x"))
-    assert password not in result.model_dump_json()
+    assert password not in to_json(result)
     assert password not in repr(sandbox_runner.settings) and password not in str(sandbox_runner.settings)
 
 
@@ -81,6 +82,7 @@ from sandbox.wire import SandboxJob
 settings = RunnerSettings.model_validate_json({settings.model_dump_json()!r}).model_copy(
     update={{"neo4j_password": SecretStr({settings.neo4j_password.get_secret_value()!r})}})
 runner = SandboxRunner(settings)
+assert runner.wait_ready(60, count=1)
 result = runner.run(SandboxJob(query_id="q", cypher="RETURN 1 AS x", timeout_seconds=5.0, max_rows=10, max_bytes=10000))
 assert result.ok and result.rows == [[1]], result
 assert error_for(result) is None

@@ -12,7 +12,7 @@ import pytest
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers
 from tests.support.graph import count_label, unique_label
-from tests.support.jobs import SettingsFactory, make_job
+from tests.support.jobs import PATIENT, SettingsFactory, make_job
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,8 @@ def query_api_runner(
     runner = SandboxRunner(
         runner_settings(
             transport="query-api", query_api_scheme="http", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1
-        )
+        ),
+        PATIENT,
     )
     assert runner.wait_ready(60), runner.available()
     yield runner
