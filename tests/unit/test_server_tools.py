@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.types import TextResourceContents
 
 from gateway.domain import Principal
+from gateway.errors import Busy
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
@@ -98,6 +99,24 @@ def test_sandbox_failures_are_tool_errors_not_crashes(sandbox_code: Any, wire_co
     failed, after = _calls(gateway, ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"}))
     assert _error(failed)["code"] == wire_code
     assert not after.is_error  # the session survived
+
+
+class AtCapacity(RunnerStub):
+    def answer(self, job: SandboxJob) -> SandboxResult:
+        raise Busy("the gateway is at capacity (every sandbox is in use; waited 500 ms): nothing ran", 850)
+
+
+def test_busy_is_a_tool_error_with_a_retry_hint() -> None:
+    busy, after = _calls(
+        Gateway(load_policy(), AtCapacity()), ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"})
+    )
+    assert _error(busy) == {
+        "code": "busy",
+        "message": "the gateway is at capacity (every sandbox is in use; waited 500 ms): nothing ran",
+        "retryAfterMs": 850,
+    }
+    assert busy.structured_content == {"error": _error(busy)}
+    assert not after.is_error
 
 
 def test_policy_resource_is_the_active_policy() -> None:

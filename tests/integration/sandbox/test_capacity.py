@@ -233,3 +233,24 @@ def test_the_forwarder_outlives_many_connections(sandbox_runner: SandboxRunner, 
     assert forwarder.status == "running" and sandbox_runner.forwarder_restarts == 0
     assert answered == connections, f"{answered} of {connections} connections got a Bolt version"
     assert sandbox_runner.run(make_job("RETURN 'still here' AS x")).rows == [["still here"]]
+
+
+def test_cancel_kills_the_container_running_the_query(
+    runner_settings: SettingsFactory, runners: list[SandboxRunner], docker_client: Any
+) -> None:
+    runner = start(runners, runner_settings(pool_size=1), SandboxPolicy(), 1)
+    assert runner.cancel("no-such-query") is False
+    holding = Holding(runner, ALICE, timeout_seconds=30.0)
+    (record,) = [r for r in runner.records() if r.query_id == holding.job.query_id]
+    assert runner.cancel(holding.job.query_id) is True
+    finished = holding.finished()
+    assert isinstance(finished, SandboxResult) and finished.error is not None, finished
+    assert (finished.error.code, finished.error.message) == (
+        "sandbox_failed", "the query was cancelled and its sandbox killed",
+    )  # fmt: skip
+
+    def removed() -> bool:
+        # The low-level list inspects nothing, so other suites' containers coming and going cannot break it.
+        return record.container_id not in {c["Id"] for c in docker_client.api.containers(all=True)}
+
+    wait_until(removed, timeout=60, what="the cancelled query's container removed")
