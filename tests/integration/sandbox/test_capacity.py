@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from gateway.audit import AuditLog
 from gateway.domain import Principal
 from gateway.errors import Busy
 from gateway.policy import SandboxPolicy, load_policy
-from gateway.runner import RunRecord, SandboxRunner, remove_leftovers
+from gateway.runner import RunRecord, SandboxRunner
 from gateway.runner.docker_io import sandbox_spec
 from gateway.service import Gateway
 from sandbox.wire import SOCKET_PATH, SandboxJob, SandboxResult
@@ -33,15 +32,6 @@ SLOW = "UNWIND range(1, 100000000) AS a UNWIND range(1, 100000000) AS b RETURN c
 ALICE = Principal(name="alice", scope=frozenset({"a"}))
 BOB = Principal(name="bob", scope=frozenset({"b"}))
 CAROL = Principal(name="carol")
-
-
-@pytest.fixture()
-def runners(docker_client: Any) -> Iterator[list[SandboxRunner]]:
-    made: list[SandboxRunner] = []
-    yield made
-    for runner in made:
-        runner.close()
-        assert remove_leftovers(docker_client, runner.runner_id) == 0, "the runner leaked containers"
 
 
 def start(made: list[SandboxRunner], settings: Any, policy: SandboxPolicy, ready: int) -> SandboxRunner:
@@ -75,10 +65,10 @@ class Holding:
 
 
 def test_busy_when_every_container_is_taken_and_the_wait_ends(
-    runner_settings: SettingsFactory, runners: list[SandboxRunner], tmp_path: Path
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], tmp_path: Path
 ) -> None:
     # One container in all: while it runs one query, nothing else can be started.
-    runner = start(runners, runner_settings(pool_size=1, max_containers=1), SandboxPolicy(busy_wait_ms=300), 1)
+    runner = start(cleanup, runner_settings(pool_size=1, max_containers=1), SandboxPolicy(busy_wait_ms=300), 1)
     audit = AuditLog(tmp_path / "audit.jsonl")
     gateway = Gateway(load_policy(), runner, audit)
     holding = Holding(runner, ALICE)
@@ -99,10 +89,10 @@ def test_busy_when_every_container_is_taken_and_the_wait_ends(
 
 
 def test_a_principal_over_its_limit_gets_busy_while_another_is_served(
-    runner_settings: SettingsFactory, runners: list[SandboxRunner]
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
 ) -> None:
     policy = SandboxPolicy(max_concurrent_per_principal=1, busy_wait_ms=300)
-    runner = start(runners, runner_settings(pool_size=2, max_containers=4), policy, 2)
+    runner = start(cleanup, runner_settings(pool_size=2, max_containers=4), policy, 2)
     holding = Holding(runner, ALICE)
     with pytest.raises(Busy) as busy:
         runner.run(make_job("RETURN 1 AS x"), ALICE)
@@ -122,10 +112,10 @@ def _by_container(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
 
 
 def test_no_container_ever_serves_two_principals(
-    runner_settings: SettingsFactory, runners: list[SandboxRunner]
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
 ) -> None:
     policy = SandboxPolicy(max_queries_per_container=5, busy_wait_ms=10_000)
-    runner = start(runners, runner_settings(pool_size=2, max_containers=6), policy, 2)
+    runner = start(cleanup, runner_settings(pool_size=2, max_containers=6), policy, 2)
     truncating = make_job("UNWIND range(1, 1000) AS i RETURN i")
     failing = make_job("RETURN 1 / 0 AS x")
     plan: dict[Principal, list[SandboxJob]] = {
@@ -167,10 +157,10 @@ def _exec(container: Any, code: str, detach: bool = False) -> str:
 
 
 def test_a_reused_container_is_emptied_between_two_jobs(
-    runner_settings: SettingsFactory, runners: list[SandboxRunner], docker_client: Any
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
 ) -> None:
     policy = SandboxPolicy(max_queries_per_container=3, idle_container_seconds=600)
-    runner = start(runners, runner_settings(pool_size=1), policy, 1)
+    runner = start(cleanup, runner_settings(pool_size=1), policy, 1)
     assert runner.run(make_job("RETURN 1 AS x"), ALICE).ok
     first = runner.records()[-1].container_id
     pool = runner._pool
@@ -236,9 +226,9 @@ def test_the_forwarder_outlives_many_connections(sandbox_runner: SandboxRunner, 
 
 
 def test_cancel_kills_the_container_running_the_query(
-    runner_settings: SettingsFactory, runners: list[SandboxRunner], docker_client: Any
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
 ) -> None:
-    runner = start(runners, runner_settings(pool_size=1), SandboxPolicy(), 1)
+    runner = start(cleanup, runner_settings(pool_size=1), SandboxPolicy(), 1)
     assert runner.cancel("no-such-query") is False
     holding = Holding(runner, ALICE, timeout_seconds=30.0)
     (record,) = [r for r in runner.records() if r.query_id == holding.job.query_id]

@@ -9,7 +9,6 @@ import os
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -58,15 +57,6 @@ class DockerSocketProxy:
         for conn in self.conns:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-
-
-@pytest.fixture()
-def cleanup(docker_client: Any) -> Iterator[list[SandboxRunner]]:
-    runners: list[SandboxRunner] = []
-    yield runners
-    for runner in runners:
-        runner.close()
-        assert remove_leftovers(docker_client, runner.runner_id) == 0, "the runner leaked containers"
 
 
 def test_docker_daemon_unreachable(runner_settings: SettingsFactory, cleanup: list[SandboxRunner]) -> None:

@@ -79,7 +79,9 @@ def test_no_container_configuration_holds_the_password(sandbox_runner: SandboxRu
     password = sandbox_runner.settings.neo4j_password.get_secret_value()
     assert sandbox_runner.run(make_job("RETURN 1 AS x")).ok, "the account reached the sandbox all the same"
     assert sandbox_runner.wait_ready(60)
-    inspected = [sandbox_runner.forwarder_container_id(), *sandbox_runner.pool_container_ids()]
+    forwarder = sandbox_runner.forwarder_container_id()
+    assert forwarder is not None
+    inspected = [forwarder, *sandbox_runner.pool_container_ids()]
     assert len(inspected) == 1 + sandbox_runner.settings.pool_size
     for container_id in inspected:
         config = json.dumps(docker_client.api.inspect_container(container_id))
