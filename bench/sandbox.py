@@ -15,6 +15,11 @@
 3. **Latency of one query.** The driver in this process (a reference only: the gateway never
    does that), the same with the sandbox's EXPLAIN round trip, a warm pooled sandbox, and a
    cold container made for the query; interleaved.
+4. **CPU per query inside the container** (cgroup v1 hosts): one-shot containers under crun
+   and under runc, and one container serving 10 queries, in rotated rounds; each variant's
+   containers run under their own parent cgroup, whose CPU account keeps what its removed
+   containers used. Docker's own share (dockerd, containerd, the shim, the runtime) is not in
+   it: the Docker client's CPU in this process is, per query.
 
 The machine is shared: read the ratios between cells of one run. Prints Markdown tables and
 writes JSON (``bench/sandbox-results.json`` for a full run; ``--out`` for a quick one).
@@ -31,6 +36,7 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -259,6 +265,69 @@ def latency(settings: GatewaySettings, conn: Any, driver: Any, cypher: str, n: i
         runner.close()
 
 
+# --- 4: CPU per query inside the container -------------------------------------------------------
+
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def _cgroup_ms(parent: str) -> float:
+    usage = CPUACCT / parent / "cpuacct.usage"
+    return int(usage.read_text()) / 1e6 if usage.exists() else 0.0
+
+
+def _container_cpu(runner: SandboxRunner, cypher: str, runtime: str, queries: int, parent: str) -> tuple[float, float]:
+    """(container CPU ms, this process's CPU ms) per query, for one container running ``queries`` jobs."""
+    settings = runner.settings
+    spec = sandbox_spec(settings, f"cgw-sock-{runner.runner_id}", runner.runner_id, runtime=runtime, max_jobs=queries)
+    spec["cgroup_parent"] = f"/{parent}"
+    before, cpu_before = _cgroup_ms(parent), time.process_time()
+    container = runner._client.containers.create(**spec)
+    try:
+        attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        reader = FrameReader(raw_socket(attached))
+        container.start()
+        reader.sock.sendall(credentials_line(settings.neo4j_user, settings.neo4j_password.get_secret_value()))
+        for _ in range(queries):
+            reader.read_until_stderr(SANDBOX_READY.encode(), time.monotonic() + 60)
+            reader.sock.sendall(job_line(job(cypher)))
+            assert parse_result(reader.read_stdout_line(time.monotonic() + 60)).ok
+        container.wait(timeout=60)  # the container's own teardown counts too
+        attached.close()
+    finally:
+        container.remove(force=True)
+    return (_cgroup_ms(parent) - before) / queries, (time.process_time() - cpu_before) * 1000 / queries
+
+
+def container_cpu(settings: GatewaySettings, cypher: str, rounds: int) -> dict[str, Any] | None:
+    if not CPUACCT.is_dir():
+        return None
+    run_id = f"cgw-bench-{uuid.uuid4().hex[:8]}"
+    variants = {"one-shot, crun": ("crun", 1), "one-shot, runc": ("runc", 1), "10 per container, crun": ("crun", 10)}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    runner = SandboxRunner(settings_for(settings, pool_size=1))
+    try:
+        assert runner.wait_ready(120), runner.available()
+        names = list(variants)
+        for r in range(rounds + 1):  # round 0 warms every variant up and is not kept
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                runtime, queries = variants[name]
+                sample = _container_cpu(runner, cypher, runtime, queries, f"{run_id}/{queries}-{runtime}")
+                if r:
+                    samples[name].append(sample)
+    finally:
+        runner.close()
+        for directory in sorted(Path("/sys/fs/cgroup").glob(f"*/{run_id}/*")) + sorted(
+            Path("/sys/fs/cgroup").glob(f"*/{run_id}")
+        ):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+    return {
+        name: {"rounds": len(xs), "container_cpu_ms_per_query": statistics.median(x[0] for x in xs),
+               "client_cpu_ms_per_query": statistics.median(x[1] for x in xs)}
+        for name, xs in samples.items()
+    }  # fmt: skip
+
+
 # --- the run ------------------------------------------------------------------------------------
 
 
@@ -299,6 +368,8 @@ def main() -> int:
             print("\n" + throughput_table(results["runtimes"]), flush=True)
         results["one_query"] = latency(settings, conn, driver, cypher, n, cold_n)
         print("\n" + latency_table(results["one_query"]), flush=True)
+        results["container_cpu"] = container_cpu(settings, cypher, 3 if args.quick else 12)
+        print("\n" + cpu_table(results["container_cpu"]), flush=True)
     finally:
         with driver.session() as s:
             s.run(f"MATCH (n:{label}) DETACH DELETE n").consume()
@@ -346,6 +417,20 @@ def latency_table(one: dict[str, Any]) -> str:
         lines.append(
             f"\nRefill (create, attach, start, account, connect, ready; {one['runtime']}): "
             f"p50 {refill['p50'] * 1000:.0f} ms, p95 {refill['p95'] * 1000:.0f} ms (n={refill['n']})."
+        )
+    return "\n".join(lines)
+
+
+def cpu_table(cpu: dict[str, Any] | None) -> str:
+    if cpu is None:
+        return "CPU per query inside the container: not measured (no cgroup v1 cpuacct hierarchy here)."
+    one_shot = cpu["one-shot, runc"]["container_cpu_ms_per_query"]
+    lines = ["| variant | rounds | container CPU ms / query | ratio | Docker client CPU ms / query |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for name, c in cpu.items():
+        lines.append(
+            f"| {name} | {c['rounds']} | {c['container_cpu_ms_per_query']:.0f} "
+            f"| {c['container_cpu_ms_per_query'] / one_shot:.2f} | {c['client_cpu_ms_per_query']:.1f} |"
         )
     return "\n".join(lines)
 
