@@ -99,7 +99,8 @@ class WarmPool:
         self.started = 0
         self.start_seconds: list[float] = []
         self._starter = ThreadPoolExecutor(max_workers=settings.start_concurrency, thread_name_prefix="sandbox-start")
-        self._rearmer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sandbox-rearm")
+        # A re-arming container mostly waits for its next ready line: one thread each, at most.
+        self._rearmer = ThreadPoolExecutor(max_workers=settings.max_containers, thread_name_prefix="sandbox-rearm")
         self._reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sandbox-reap")
         self._supervisor = threading.Thread(target=self._supervise, name="sandbox-pool", daemon=True)
         self._supervisor.start()
@@ -107,11 +108,8 @@ class WarmPool:
     # --- filling -------------------------------------------------------------------------------
 
     def _supervise(self) -> None:
-        while True:
-            expired: list[WarmContainer] = []
-            with self._lock:
-                if self._closed:
-                    return
+        with self._lock:
+            while not self._closed:
                 now = time.monotonic()
                 expired = self._expire_idle(now)
                 deficit = self.settings.pool_size - len(self._spares) - self._starting
@@ -120,6 +118,9 @@ class WarmPool:
                     expired.append(oldest)
                     self._live -= 1
                     room += 1
+                # Removal only closes a stream and hands the container to the reaper: quick.
+                for warm in expired:
+                    self._remove_later(warm)
                 if now >= self._next_start:
                     # While failing, probe with one start at a time.
                     wanted = min(deficit, room, 1 if self._backoff else deficit)
@@ -127,12 +128,8 @@ class WarmPool:
                         self._starting += 1
                         self._live += 1
                         self._starter.submit(self._start_one)
-                pause = max(0.05, min(0.5, self._next_start - now)) if self._backoff else 0.5
-            for warm in expired:
-                self._remove_later(warm)
-            with self._lock:
-                if not self._closed:
-                    self._lock.wait(timeout=pause)
+                # Woken by every change (a spare taken, a start done, a container released).
+                self._lock.wait(timeout=max(0.05, min(0.5, self._next_start - now)) if self._backoff else 0.5)
 
     def _expire_idle(self, now: float) -> list[WarmContainer]:
         expired: list[WarmContainer] = []
