@@ -27,6 +27,7 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import argparse
+import dataclasses
 import json
 import statistics
 import time
@@ -51,7 +52,7 @@ SLOW_QUERY = "UNWIND range(1, 1000000) AS a UNWIND range(1, 1000000) AS b RETURN
 def job(cypher: str, timeout_seconds: float = LIMITS.timeout_seconds) -> SandboxJob:
     """A job as the gateway builds it (the default policy's analyze tool), with its own timeout."""
     built = job_for(ANALYZE, query_id=uuid.uuid4().hex[:8], cypher=cypher, params={}, result_check=None)
-    return built.model_copy(update={"timeout_seconds": timeout_seconds})
+    return dataclasses.replace(built, timeout_seconds=timeout_seconds)
 
 
 def timed(call: Callable[[], Any]) -> tuple[float, Any]:

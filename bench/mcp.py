@@ -15,6 +15,7 @@ The two phases run one after the other so they do not compete for the CPUs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -109,9 +110,12 @@ class _Recorder:
         self.runner = runner
         self.job: SandboxJob | None = None
 
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
         self.job = job
-        return self.runner.run(job)
+        return self.runner.run(job, principal)
+
+    def cancel(self, query_id: str) -> bool:
+        return self.runner.cancel(query_id)
 
     def available(self) -> tuple[bool, str]:
         return self.runner.available()
@@ -134,7 +138,7 @@ def bench_sandbox(label: str, layer: str, calls: int, image: str) -> dict[str, A
         assert recorder.job is not None, "the gateway ran no job"
         timings: list[float] = []
         for i in range(calls + 3):
-            job = recorder.job.model_copy(update={"query_id": uuid.uuid4().hex})
+            job = dataclasses.replace(recorder.job, query_id=uuid.uuid4().hex)
             started = time.perf_counter()
             result = runner.run(job)
             elapsed = (time.perf_counter() - started) * 1000

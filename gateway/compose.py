@@ -65,7 +65,7 @@ def compose(
     database = settings.neo4j_database
     started: SandboxRunner | None = None
     if runner == START:
-        started, database, problems = _start_runner(settings)
+        started, database, problems = _start_runner(settings, policy)
         runner = started
     elif runner is not None:
         ok, reason = runner.available()
@@ -80,7 +80,7 @@ def stdio_principal(settings: GatewaySettings) -> Principal:
     return Principal(name=settings.stdio_principal, scope=frozenset(settings.stdio_scope))
 
 
-def _start_runner(settings: GatewaySettings) -> tuple[SandboxRunner | None, str | None, list[str]]:
+def _start_runner(settings: GatewaySettings, policy: Policy) -> tuple[SandboxRunner | None, str | None, list[str]]:
     try:
         target = neo4j_target(settings)
     except ConfigError as exc:
@@ -91,10 +91,14 @@ def _start_runner(settings: GatewaySettings) -> tuple[SandboxRunner | None, str 
     problem = unreachable(target.host, target.port)
     if problem:
         problems.append(problem)
-    runner = SandboxRunner(settings_for(settings, target))
+    runner_settings = settings_for(settings, target)
+    runner = SandboxRunner(runner_settings, policy.sandbox)
     ok, reason = runner.available()
     if not ok:
         problems.append(f"the sandbox cannot run: {reason}")
+    elif not problem:
+        # Serve once a sandbox is warm: a first query would otherwise meet an empty pool and "busy".
+        runner.wait_ready(runner_settings.ready_timeout_seconds, count=1)
     return runner, target.database, problems
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -65,6 +65,8 @@ class GatewaySettings(BaseSettings):
     # None: the content-hash tag of the sandbox image for the current sources.
     sandbox_image: str | None = None
     pool_size: Annotated[int, Field(ge=1, le=64)] = 4
+    sandbox_max_containers: Annotated[int, Field(ge=1, le=100)] = 16
+    sandbox_runtime: Literal["auto", "crun", "runc"] = "auto"
     sandbox_memory_mb: Annotated[int, Field(ge=32)] = 256
 
     # --- audit ---

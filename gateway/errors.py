@@ -19,6 +19,9 @@ the guard answers it with ``QueryRejected``.
     │   │                             that cannot start into ``degraded: ["<tool>:disabled"]``
     │   └── InternalError             "internal": anything unexpected on the request path (a bug); the
     │                                 answer and the audit line carry its ``query_id``
+    │   └── Busy                      "busy": at capacity (every sandbox taken, or the principal's
+    │                                 concurrency limit reached) for the policy's wait;
+    │                                 ``retry_after_ms`` says when to try again
     ├── SetupError                    operator-facing: a start or set-up step cannot go on
     │   ├── PolicyError               gateway/policy.py: a policy file is unreadable or invalid
     │   ├── ConfigError               gateway/config.py: the server's settings
@@ -43,7 +46,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorCode = Literal["rejected", "invalid_input", "timeout", "neo4j_refused", "unavailable", "internal"]
+ErrorCode = Literal["rejected", "invalid_input", "timeout", "neo4j_refused", "unavailable", "busy", "internal"]
 
 
 class GatewayError(Exception):
@@ -107,6 +110,19 @@ class InternalError(GatewayError):
             "the operator can find it in the audit log under that id"
         )
         self.query_id = query_id
+
+
+class Busy(GatewayError):
+    """At capacity: nothing ran, and trying again after ``retry_after_ms`` may succeed.
+
+    Never a degraded answer (the sandbox works, it is only full) and never an unsandboxed run.
+    """
+
+    code: ErrorCode = "busy"
+
+    def __init__(self, message: str, retry_after_ms: int) -> None:
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
 
 
 class SetupError(Exception):

@@ -143,6 +143,24 @@ class CypherSettings(_Strict):
         return value.lower() in allowed.get(name.lower(), set())
 
 
+class SandboxPolicy(_Strict):
+    """How sandbox containers are shared out: reuse, waiting, and each principal's share.
+
+    A reviewer's choice, not a tuning knob: ``max_queries_per_container`` above 1 lets one
+    principal's queries run, one after another, in the same container (SECURITY.md, layer 6,
+    says what that gives up); a container never serves two principals.
+    """
+
+    # Queries one container runs, each in a fresh process, for one principal only; 1 = one-shot.
+    max_queries_per_container: Annotated[int, Field(ge=1, le=1000)] = 1
+    # A principal's container waiting for its next query is removed after this long.
+    idle_container_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    # How long a query waits for a free sandbox before the answer is "busy" (with a retry hint).
+    busy_wait_ms: Annotated[int, Field(ge=0, le=10_000)] = 500
+    # Queries one principal may have running at once; more wait, then get "busy".
+    max_concurrent_per_principal: Annotated[int, Field(ge=1, le=64)] = 4
+
+
 class Policy(_Strict):
     """A whole policy file."""
 
@@ -151,6 +169,7 @@ class Policy(_Strict):
     reserved_parameters: ReservedParameters = ReservedParameters()
     scope: ScopeSettings = ScopeSettings()
     cypher: CypherSettings = CypherSettings()
+    sandbox: SandboxPolicy = SandboxPolicy()
     tools: dict[ToolName, ToolPolicy]
 
     @model_validator(mode="after")

@@ -199,6 +199,17 @@ def render_policy(policy: Policy) -> str:
         f"scope: parameter ${sc.scope_parameter}, layers property {sc.layers_property!r}, "
         f"bookkeeping types {_fmt(sc.bookkeeping_relationship_types)}, allow bookkeeping {dict(sc.allow_bookkeeping)}"
     )
+    sb = policy.sandbox
+    reuse = (
+        "one query per container"
+        if sb.max_queries_per_container == 1
+        else f"up to {sb.max_queries_per_container} queries of one principal per container"
+    )
+    lines.append(
+        f"sandbox: {reuse} (idle ones removed after {sb.idle_container_seconds:g} s); "
+        f"at most {sb.max_concurrent_per_principal} running queries per principal; "
+        f"'busy' after waiting {sb.busy_wait_ms} ms"
+    )
     lines.append("")
     lines.append("Rules a request can be refused by, in the order it meets them (the first objection decides):")
     width = max(len(rule.id) for rule in CATALOGUE)

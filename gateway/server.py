@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY
 from gateway.domain import CheckResult, Principal, SchemaResult, ToolResult, Transport
-from gateway.errors import GatewayError, InternalError, QueryRejected
+from gateway.errors import Busy, GatewayError, InternalError, QueryRejected
 from gateway.policy import Policy
 from gateway.service import Gateway
 
@@ -88,6 +88,8 @@ class ErrorBody(BaseModel):
     rule: str | None = None
     reason: str | None = None
     queryId: str | None = None  # with "internal": the id of the request's audit line
+    # "busy" only: when trying again may succeed.
+    retryAfterMs: int | None = None
 
 
 def stdio_resolver(principal: Principal) -> PrincipalResolver:
@@ -110,8 +112,10 @@ def error_result(exc: GatewayError) -> CallToolResult:
     body = ErrorBody(code=exc.code, message=exc.message)
     if isinstance(exc, QueryRejected):
         body = ErrorBody(code=exc.code, message=exc.message, rule=exc.rule, reason=exc.reason)
-    if isinstance(exc, InternalError):
+    elif isinstance(exc, InternalError):
         body = ErrorBody(code=exc.code, message=exc.message, queryId=exc.query_id)
+    elif isinstance(exc, Busy):
+        body = ErrorBody(code=exc.code, message=exc.message, retryAfterMs=exc.retry_after_ms)
     data = {"error": body.model_dump(exclude_none=True)}
     # The body is in structured content too, so a client can branch on code and rule without parsing text.
     return CallToolResult(

@@ -115,10 +115,11 @@ class Gateway:
         """Run one agent query through every layer.
 
         Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``Neo4jRefused``,
-        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died) or, when
-        anything else fails (a bug), ``InternalError`` with the query id. When no
-        sandbox can be started at all, it answers ``degraded: ["<tool>:disabled"]`` with no
-        rows instead: the query is never run anywhere else.
+        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died), ``Busy``
+        (at capacity for the policy's wait: nothing ran) or, when anything else fails (a bug),
+        ``InternalError`` with the query id. When no sandbox can be started at all, it answers
+        ``degraded: ["<tool>:disabled"]`` with no rows instead: the query is never run anywhere
+        else.
         """
         started = time.monotonic()
         query_id = uuid.uuid4().hex
@@ -150,7 +151,7 @@ class Gateway:
             original_cypher=prepared.text,
         )  # fmt: skip
         try:
-            sandbox_result = self.runner.run(job)
+            sandbox_result = self.runner.run(job, principal)
         except SandboxUnavailable:
             return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
         error = error_for(sandbox_result)

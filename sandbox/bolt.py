@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 import warnings
@@ -68,7 +69,7 @@ def classify(exc: BaseException) -> SandboxError:
     """Map a driver error to the wire's error codes; Neo4j's own refusals keep their code and message."""
     if isinstance(exc, OriginalRefused):
         refused = classify(exc.error)
-        return refused.model_copy(update={"from_original": refused.code == "neo4j_refused"})
+        return dataclasses.replace(refused, from_original=refused.code == "neo4j_refused")
     if isinstance(exc, ExplainRejected):
         return SandboxError(code="explain_rejected", message=str(exc))
     if isinstance(exc, AuthError):
@@ -101,7 +102,7 @@ class BoltBackend:
             uri = str(config.neo4j_uri)
         self.driver = neo4j.GraphDatabase.driver(
             uri,
-            auth=(config.neo4j_user, config.neo4j_password.get_secret_value()),
+            auth=(config.neo4j_user, config.neo4j_password),
             max_connection_pool_size=2,
             connection_timeout=3.0,
             connection_acquisition_timeout=3.0,

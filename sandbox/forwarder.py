@@ -1,26 +1,32 @@
 """The forwarder: a Unix socket -> exactly one TCP host:port (the Neo4j endpoint).
 
-It runs in its own container (the sandbox image, ``--entrypoint python3 -m
-sandbox.forwarder``), the only one with a network. The target is fixed on its
-command line by the gateway; nothing a sandbox sends can change it, so a
-sandbox can reach that one host:port and nothing else.
+It runs in its own container (the sandbox image, entry point ``launch.py forwarder``),
+the only one with a network. The target is fixed on its command line by the gateway;
+nothing a sandbox sends can change it, so a sandbox can reach that one host:port and
+nothing else.
 
     python3 -m sandbox.forwarder --listen /run/cgw/neo4j.sock --target 127.0.0.1:17687
+
+One event loop relays every connection (no thread per connection: the container's
+pids limit bounds threads, not sockets). A connection that cannot be relayed — the cap is
+reached, the target refuses — is closed on its own; the accept loop never stops for it.
+Neither side's bytes are looked at: Bolt (or TLS for the Query API) passes through.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
 import socket
 import sys
-import threading
 
-from sandbox.pipe import splice
 from sandbox.wire import FORWARDER_READY
 
 # Bounds what a misbehaving sandbox fleet can hold open through us.
 MAX_CONNECTIONS = 128
+CHUNK = 65536
 
 
 def _parse_target(text: str) -> tuple[str, int]:
@@ -30,34 +36,72 @@ def _parse_target(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def serve(listen: str, target: tuple[str, int], connect_timeout: float) -> None:
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError):
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            await writer.drain()
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+
+
+class Forwarder:
+    def __init__(self, target: tuple[str, int], connect_timeout: float, max_connections: int = MAX_CONNECTIONS):
+        self.target = target
+        self.connect_timeout = connect_timeout
+        self.max_connections = max_connections
+        self.active = 0
+
+    async def relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        if self.active >= self.max_connections:
+            await _close(client_writer)
+            return
+        self.active += 1
+        try:
+            # One connection's trouble ends that connection, never the accept loop.
+            with contextlib.suppress(Exception):
+                await self._relay(client_reader, client_writer)
+        finally:
+            await _close(client_writer)
+            self.active -= 1
+
+    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(*self.target), timeout=self.connect_timeout
+            )
+        except (OSError, TimeoutError):
+            return
+        try:
+            upstream = up_writer.get_extra_info("socket")
+            if upstream is not None:
+                upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            pumps = [
+                asyncio.ensure_future(_pump(client_reader, up_writer)),
+                asyncio.ensure_future(_pump(up_reader, client_writer)),
+            ]
+            # When either side closes, both go: no half-open connection lingers.
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            for pump in pumps:
+                pump.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+        finally:
+            await _close(up_writer)
+
+
+async def serve(listen: str, target: tuple[str, int], connect_timeout: float) -> None:
     if os.path.exists(listen):
         os.unlink(listen)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(listen)
+    forwarder = Forwarder(target, connect_timeout)
+    server = await asyncio.start_unix_server(forwarder.relay, path=listen, backlog=256)
     os.chmod(listen, 0o660)
-    server.listen(64)
-    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
     print(FORWARDER_READY, file=sys.stderr, flush=True)
-    while True:
-        client, _ = server.accept()
-        if not slots.acquire(blocking=False):
-            client.close()
-            continue
-        threading.Thread(target=_relay, args=(client, target, connect_timeout, slots), daemon=True).start()
-
-
-def _relay(client: socket.socket, target: tuple[str, int], timeout: float, slots: threading.BoundedSemaphore) -> None:
-    try:
-        upstream = socket.create_connection(target, timeout=timeout)
-    except OSError:
-        client.close()
-        slots.release()
-        return
-    upstream.settimeout(None)
-    upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    # The slot is held for as long as the connection lives.
-    splice(client, upstream, on_close=slots.release)
+    async with server:
+        await server.serve_forever()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", required=True, type=_parse_target, help="the one host:port to reach")
     parser.add_argument("--connect-timeout", type=float, default=3.0)
     args = parser.parse_args(argv)
-    serve(args.listen, args.target, args.connect_timeout)
+    asyncio.run(serve(args.listen, args.target, args.connect_timeout))
     return 0
 
 

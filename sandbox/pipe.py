@@ -1,8 +1,8 @@
-"""Byte pumps shared by the in-sandbox shim and the forwarder.
+"""Byte pumps for the in-sandbox shim (one or two connections per job).
 
-Neither side looks at the bytes: Bolt (or TLS for the Query API) passes
-through unchanged. Each direction is one thread; when either side closes,
-both sockets are closed so no half-open connection lingers.
+The bytes are never looked at: Bolt passes through unchanged. Each direction
+is one thread; when either side closes, both sockets are closed so no
+half-open connection lingers.
 """
 
 from __future__ import annotations

@@ -16,35 +16,37 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from sandbox.wire import SandboxEnv, SandboxJob
+from sandbox.wire import _STRICT, Credentials, SandboxEnv, SandboxJob, decode, to_json
 
 CONNECT_TIMEOUT_S = 2.0
 ANSWER_QUERY = "RETURN 41 + 1 AS answer"
 
 
-class ProbeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(kw_only=True)
+class ProbeRequest:
+    __pydantic_config__ = _STRICT
 
     # (host, port) pairs the sandbox must not reach.
-    targets: list[tuple[str, int]] = Field(default_factory=list)
+    targets: list[tuple[str, int]] = field(default_factory=list)
     # Names the sandbox must not resolve.
-    names: list[str] = Field(default_factory=list)
+    names: list[str] = field(default_factory=list)
     # The forwarder's socket: its volume must be read-only from here.
     socket_path: str | None = None
-    # Run ANSWER_QUERY through the sandbox's own backend (the configured transport, over the socket).
+    # Run ANSWER_QUERY through the sandbox's own backend (the configured transport, over the socket),
+    # with the account read from stdin as a sandbox reads it.
     query: bool = False
 
 
-class ProbeReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(kw_only=True)
+class ProbeReport:
+    __pydantic_config__ = _STRICT
 
-    tcp: dict[str, str] = Field(default_factory=dict)  # "host:port" -> "connected" | "blocked: ..."
-    dns: dict[str, str] = Field(default_factory=dict)  # name -> "resolved: ..." | "failed: ..."
-    fs: dict[str, str] = Field(default_factory=dict)  # "create" | "unlink" -> "allowed" | "denied: ..."
-    interfaces: list[str] = Field(default_factory=list)
+    tcp: dict[str, str] = field(default_factory=dict)  # "host:port" -> "connected" | "blocked: ..."
+    dns: dict[str, str] = field(default_factory=dict)  # name -> "resolved: ..." | "failed: ..."
+    fs: dict[str, str] = field(default_factory=dict)  # "create" | "unlink" -> "allowed" | "denied: ..."
+    interfaces: list[str] = field(default_factory=list)
     # ANSWER_QUERY's answer (42), or why it failed.
     answer: int | None = None
     query_error: str | None = None
@@ -94,13 +96,15 @@ def _fs(socket_path: str) -> dict[str, str]:
     return verdicts
 
 
-def _answer() -> tuple[int | None, str | None]:
+def _answer(credentials: Credentials) -> tuple[int | None, str | None]:
     # The sandbox's own configuration and backend: the path a real job takes.
     from sandbox.config import SandboxConfig
-    from sandbox.main import make_backend
+    from sandbox.main import backend_type
 
-    backend = make_backend(SandboxConfig.from_env())
+    config = SandboxConfig.from_env(credentials)
+    backend = backend_type(config)(config)
     try:
+        backend.warm()
         job = SandboxJob(query_id="probe", cypher=ANSWER_QUERY, timeout_seconds=5.0, max_rows=1, max_bytes=1024)
         result = backend.run(job)
     finally:
@@ -110,7 +114,7 @@ def _answer() -> tuple[int | None, str | None]:
     return None, result.error.message if result.error else "no row"
 
 
-def probe(request: ProbeRequest) -> ProbeReport:
+def probe(request: ProbeRequest, credentials: Credentials | None = None) -> ProbeReport:
     report = ProbeReport(
         tcp={f"{host}:{port}": _tcp(host, port) for host, port in request.targets},
         dns={name: _dns(name) for name in request.names},
@@ -118,13 +122,21 @@ def probe(request: ProbeRequest) -> ProbeReport:
         interfaces=sorted(name for _, name in socket.if_nameindex()),
     )
     if request.query:
-        report.answer, report.query_error = _answer()
+        if credentials is None:
+            report.query_error = "no account line on stdin"
+        else:
+            report.answer, report.query_error = _answer(credentials)
     return report
 
 
 def main() -> int:
-    request = ProbeRequest.model_validate_json(os.environ[SandboxEnv.PROBE])
-    print(probe(request).model_dump_json())
+    request = decode(ProbeRequest, os.environ[SandboxEnv.PROBE])
+    credentials = None
+    if request.query:
+        from sandbox.config import read_credentials
+
+        credentials = read_credentials()
+    print(to_json(probe(request, credentials)))
     return 0
 
 

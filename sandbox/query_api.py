@@ -48,7 +48,7 @@ def build_request(config: SandboxConfig, job: SandboxJob, statement: str) -> htt
     database = job.database or config.database or "neo4j"
     url = f"{str(config.query_api_url).rstrip('/')}/db/{database}/query/v2"
     body = {"statement": statement, "parameters": job.params, "accessMode": "READ"}
-    token = base64.b64encode(f"{config.neo4j_user}:{config.neo4j_password.get_secret_value()}".encode()).decode()
+    token = base64.b64encode(f"{config.neo4j_user}:{config.neo4j_password}".encode()).decode()
     headers = {"Content-Type": "application/json", "Accept": TYPED_JSON, "Authorization": f"Basic {token}"}
     return httpx.Request("POST", url, headers=headers, content=json.dumps(body).encode())
 

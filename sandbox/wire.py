@@ -1,13 +1,21 @@
 """The container contract between the gateway's runner and the sandbox program.
 
-Shared by both sides, so it must import nothing but pydantic and the standard
-library: the gateway process never imports the ``neo4j`` driver, and nothing
-under ``sandbox/`` imports the gateway.
+Shared by both sides, so it imports nothing but the standard library: the sandbox
+program starts faster without pydantic, the gateway process never imports the
+``neo4j`` driver, and nothing under ``sandbox/`` imports the gateway. The models are
+plain dataclasses. The sandbox reads them with :func:`decode` (strict: unknown keys,
+missing fields and wrong types are refused); the gateway validates the same classes
+with pydantic (``gateway/runner/contract.py``), strict as well, through the
+``__pydantic_config__`` each class carries. A contract test holds the two readers to
+the same verdicts.
 
-The contract: the environment a container is started with (``SandboxEnv``), the
-socket it reaches Neo4j through, the user it runs as, the line each program
-writes to stderr once it is ready, and the wire format. One job is one JSON
-line on the container's stdin; one result is one JSON line on its stdout.
+The contract: the environment a container is started with (``SandboxEnv``, nothing
+secret in it), the socket it reaches Neo4j through, the user it runs as, the line
+each program writes to stderr once it is ready, and the wire format. The first line
+on a sandbox's stdin is its ``Credentials``; then each job is one JSON line on stdin
+and each result one JSON line on stdout. A container runs at most
+``CGW_MAX_JOBS`` jobs, each in a fresh process that says ``sandbox: ready`` once it
+has connected and authenticated.
 
 Values in ``rows`` are JSON. Graph and non-JSON Neo4j types are tagged objects
 with a ``"$type"`` key (see ``sandbox/serialize.py``):
@@ -22,10 +30,13 @@ Neo4j's;
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Literal, TypeVar
 
 WIRE_VERSION: Literal[1] = 1
 
@@ -36,24 +47,32 @@ FORWARDER_READY = "forwarder: listening"
 # The forwarder's Unix socket, on a volume it shares with the sandboxes: their only way out.
 SOCKET_DIR = "/run/cgw"
 SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
+# The container's only writable place (a tmpfs); emptied between two jobs of one container.
+SCRATCH_DIR = "/tmp"
 # The unprivileged user (and group) both containers run as; docker/sandbox/Dockerfile creates it.
 SANDBOX_UID = 10001
 ENV_PREFIX = "CGW_"
 
+# What the gateway's pydantic validation of these classes follows: the same strictness
+# as decode() below (pydantic reads this attribute; the sandbox never imports pydantic).
+_STRICT = {"extra": "forbid", "strict": True}
+
 
 class SandboxEnv(StrEnum):
-    """The environment the runner starts a sandbox with; ``sandbox/config.py`` reads it once."""
+    """The environment the runner starts a sandbox with; ``sandbox/config.py`` reads it once.
+
+    Nothing secret goes here: a container's environment is part of its configuration,
+    which anyone who can use the Docker daemon can read (``docker inspect``).
+    """
 
     TRANSPORT = "CGW_TRANSPORT"  # "bolt" or "query-api"
     NEO4J_SOCKET = "CGW_NEO4J_SOCKET"  # the forwarder's socket (in a container)
     NEO4J_URI = "CGW_NEO4J_URI"  # a direct Bolt URI instead (host-side tests only)
     QUERY_API_URL = "CGW_QUERY_API_URL"  # the real https://host[:port] TLS is verified against
-    NEO4J_USER = "CGW_NEO4J_USER"
-    NEO4J_PASSWORD = "CGW_NEO4J_PASSWORD"  # noqa: S105 (a variable name) -- removed from the environment once read
-    NEO4J_PASSWORD_FILE = "CGW_NEO4J_PASSWORD_FILE"  # noqa: S105 (a variable name) -- a mounted secret instead
     DATABASE = "CGW_DATABASE"
     FETCH_SIZE = "CGW_FETCH_SIZE"
     PROBE = "CGW_PROBE"  # sandbox/probe.py's request (a diagnostic container, never a query's)
+    MAX_JOBS = "CGW_MAX_JOBS"  # jobs this container runs before it exits (the policy's reuse limit)
 
 
 Truncation = Literal["rows", "bytes"]
@@ -69,20 +88,32 @@ SandboxErrorCode = Literal[
 ]
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(frozen=True, kw_only=True)
+class Credentials:
+    """The Neo4j account, sent as the first line on the sandbox's stdin (never in its configuration)."""
+
+    __pydantic_config__ = _STRICT
+
+    user: str
+    password: str = field(repr=False)
 
 
-class ScopeCheck(_Wire):
+@dataclass(frozen=True, kw_only=True)
+class ScopeCheck:
     """The caller's scope, for the sandbox's second-layer result check."""
+
+    __pydantic_config__ = _STRICT
 
     layers_property: str
     layers: list[str]
-    hidden_relationship_types: list[str] = Field(default_factory=list)
+    hidden_relationship_types: list[str] = field(default_factory=list)
 
 
-class SandboxJob(_Wire):
+@dataclass(frozen=True, kw_only=True)
+class SandboxJob:
     """One query to run, already approved by the guard and rewritten for scope."""
+
+    __pydantic_config__ = _STRICT
 
     version: Literal[1] = WIRE_VERSION
     query_id: str
@@ -90,19 +121,22 @@ class SandboxJob(_Wire):
     # The agent's own query, when the scope rewrite changed it. EXPLAINed first: a query Neo4j
     # refuses must be refused with Neo4j's error for what the agent wrote, not run as rewritten.
     original_cypher: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     database: str | None = None
     timeout_seconds: float
     max_rows: int
     max_bytes: int
-    procedures_allowed: list[str] = Field(default_factory=list)
+    procedures_allowed: list[str] = field(default_factory=list)
     # Layer switches exist only so tests can prove each layer holds alone.
     explain_check: bool = True
     scope: ScopeCheck | None = None
 
 
-class Notification(_Wire):
+@dataclass(frozen=True, kw_only=True)
+class Notification:
     """One of Neo4j's notifications: its GQL status where the server sends one, its Neo4j code where known."""
+
+    __pydantic_config__ = _STRICT
 
     gql_status: str | None = None  # "01N00"; None from sources that send only the Neo4j code
     code: str | None = None  # "Neo.ClientNotification.Statement.FeatureDeprecationWarning"
@@ -112,7 +146,10 @@ class Notification(_Wire):
     classification: str | None = None  # "DEPRECATION", "UNRECOGNIZED", "PERFORMANCE", …
 
 
-class SandboxError(_Wire):
+@dataclass(frozen=True, kw_only=True)
+class SandboxError:
+    __pydantic_config__ = _STRICT
+
     code: SandboxErrorCode
     message: str
     neo4j_code: str | None = None
@@ -121,19 +158,22 @@ class SandboxError(_Wire):
     from_original: bool = False
 
 
-class SandboxResult(_Wire):
+@dataclass(frozen=True, kw_only=True)
+class SandboxResult:
+    __pydantic_config__ = _STRICT
+
     version: Literal[1] = WIRE_VERSION
     query_id: str
     ok: bool
-    columns: list[str] = Field(default_factory=list)
-    rows: list[list[Any]] = Field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
     row_count: int = 0
     bytes: int = 0
     truncated: bool = False
     truncation: Truncation | None = None
     query_type: QueryType | None = None
     duration_ms: float = 0.0
-    notifications: list[Notification] = Field(default_factory=list)
+    notifications: list[Notification] = field(default_factory=list)
     redacted: int = 0
     error: SandboxError | None = None
 
@@ -144,3 +184,100 @@ def failure(
     """A result that carries only an error: how either side says a job did not run to the end."""
     error = SandboxError(code=code, message=message, neo4j_code=neo4j_code, from_original=from_original)
     return SandboxResult(query_id=query_id, ok=False, error=error)
+
+
+# --- encoding and the sandbox's reader -------------------------------------------------------------
+
+
+def to_json(value: Any) -> str:
+    """One wire object (or anything holding them) as one line of compact UTF-8 JSON."""
+    return json.dumps(value, default=_fields, ensure_ascii=False, separators=(",", ":"))
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    raise TypeError(f"{type(value).__name__} is not part of the wire format")
+
+
+class WireError(ValueError):
+    """A line that is not a valid wire object; the message names the field."""
+
+
+W = TypeVar("W")
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def decode(cls: type[W], line: bytes | str) -> W:
+    """Read one JSON line as ``cls``, strictly (what the gateway's pydantic validation also refuses)."""
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise WireError(f"<line>: not JSON ({exc})") from None
+    return _dataclass(cls, data, "")
+
+
+def _dataclass(cls: type[W], data: Any, where: str) -> W:
+    if not isinstance(data, dict):
+        raise WireError(f"{where or '<root>'}: expected an object")
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise WireError(f"{where}{unknown[0]}: unknown field")
+    values: dict[str, Any] = {}
+    for name, spec in known.items():
+        if name in data:
+            values[name] = _value(hints[name], data[name], f"{where}{name}")
+        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            raise WireError(f"{where}{name}: missing")
+    return cls(**values)
+
+
+def _value(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(tp):
+            try:
+                return _value(option, value, where)
+            except WireError:
+                continue
+        raise WireError(f"{where}: {type(value).__name__} is none of {tp}")
+    if tp is type(None):
+        if value is None:
+            return None
+        raise WireError(f"{where}: expected null")
+    if origin is Literal:
+        # Equality, as pydantic's literal check has it (a JSON true or 1.0 is the literal 1).
+        for option in typing.get_args(tp):
+            if value == option:
+                return option
+        raise WireError(f"{where}: {value!r} is not one of {typing.get_args(tp)}")
+    if tp in (str, bool, int, float):
+        if tp is float and type(value) is int:
+            return float(value)
+        if type(value) is not tp:
+            raise WireError(f"{where}: expected {tp.__name__}, got {type(value).__name__}")
+        return value
+    if origin is tuple:
+        items = typing.get_args(tp)
+        if not isinstance(value, list) or len(value) != len(items):
+            raise WireError(f"{where}: expected a list of {len(items)}")
+        return tuple(_value(item, v, f"{where}.{i}") for i, (item, v) in enumerate(zip(items, value, strict=True)))
+    if origin is list:
+        if not isinstance(value, list):
+            raise WireError(f"{where}: expected a list")
+        (item,) = typing.get_args(tp)
+        return [_value(item, v, f"{where}.{i}") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise WireError(f"{where}: expected an object")
+        _, item = typing.get_args(tp)
+        return {k: _value(item, v, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return _dataclass(tp, value, f"{where}.")  # type: ignore[arg-type]
+    raise WireError(f"{where}: the wire has no reader for {tp}")

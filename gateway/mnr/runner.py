@@ -21,7 +21,7 @@ from gateway.catalogue import INPUT_INVALID
 from gateway.compose import Composed, compose
 from gateway.config import connection_settings
 from gateway.domain import LayerSwitches, Principal, ToolResult
-from gateway.errors import GatewayError, InvalidInput, QueryRejected
+from gateway.errors import Busy, GatewayError, InvalidInput, QueryRejected
 from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.ops.neo4j_local import Neo4jConnection
@@ -35,6 +35,9 @@ POOL_SIZE = 2
 READY_TIMEOUT_SECONDS = 90.0
 FIXTURE_RETRIES = 3
 RESEED_PAUSE_SECONDS = 0.5
+# A suite runs its cases back to back; "busy" is the gateway asking for a pause, so the
+# harness waits as a well-behaved agent does, up to this long per case.
+BUSY_PATIENCE_SECONDS = 120.0
 
 
 class CaseOutcome(BaseModel):
@@ -80,6 +83,18 @@ def connection_from_env() -> Neo4jConnection:
     from gateway.ops import neo4j_local
 
     return neo4j_local.connection_from_env()
+
+
+def _run_patiently(gateway: Gateway, resolved: ResolvedCase, principal: Principal) -> ToolResult:
+    """``gateway.run`` for a case, trying again after each "busy" as its retry hint says."""
+    deadline = time.monotonic() + BUSY_PATIENCE_SECONDS
+    while True:
+        try:
+            return gateway.run(resolved.tool, resolved.case.query, resolved.params, principal)
+        except Busy as exc:
+            if time.monotonic() + exc.retry_after_ms / 1000 > deadline:
+                raise
+            time.sleep(exc.retry_after_ms / 1000)
 
 
 class _Unset:
@@ -246,7 +261,7 @@ class MnrSession:
         principal = Principal(name=resolved.principal.name, scope=frozenset(resolved.principal.scope))
         failures: list[str] = []
         try:
-            result = gateway.run(resolved.tool, case.query, resolved.params, principal)
+            result = _run_patiently(gateway, resolved, principal)
         except QueryRejected as exc:
             outcome.rule = exc.rule
             if case.must_reject is None:

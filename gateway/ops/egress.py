@@ -13,9 +13,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from gateway.runner import RunnerSettings
+from gateway.runner.docker_io import raw_socket
 from sandbox.probe import ProbeReport, ProbeRequest
-from sandbox.wire import SOCKET_PATH, SandboxEnv
+from sandbox.wire import SOCKET_PATH, SandboxEnv, to_json
 
 PROBE_TIMEOUT_S = 120.0
 
@@ -25,22 +28,35 @@ class ProbeFailed(Exception):
 
 
 def run_probe(
-    client: Any, spec: dict[str, Any], request: ProbeRequest, *, timeout: float = PROBE_TIMEOUT_S
-) -> ProbeReport:
-    spec = {**spec, "entrypoint": ["python3", "-m", "sandbox.probe"], "stdin_open": False, "detach": True}
-    spec["environment"] = {**spec.get("environment", {}), SandboxEnv.PROBE: request.model_dump_json()}
+    client: Any, spec: dict[str, Any], request: ProbeRequest, *, account: bytes | None = None,
+    timeout: float = PROBE_TIMEOUT_S,
+) -> ProbeReport:  # fmt: skip
+    """The probe's report; ``account`` (a credentials line) goes on stdin, as the pool sends it, for ``query``."""
+    spec = {**spec, "entrypoint": ["python3", "-m", "sandbox.probe"], "stdin_open": account is not None}
+    spec["environment"] = {**spec.get("environment", {}), SandboxEnv.PROBE: to_json(request)}
     # The report is the probe's only output and holds no secret: keep Docker's log of it to read it.
     spec["log_config"] = {"Type": "json-file", "Config": {}}
-    container = client.containers.run(**spec)
+    container = client.containers.create(**spec)
     try:
+        if account is not None:
+            attached = container.attach_socket(params={"stdin": 1, "stream": 1})
+            container.start()
+            sock = raw_socket(attached)
+            sock.sendall(account)
+            sock.close()
+        else:
+            container.start()
         status = container.wait(timeout=timeout)
         stdout = container.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
         if status.get("StatusCode") != 0 or not stdout:
             stderr = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
             raise ProbeFailed(f"the probe exited with {status.get('StatusCode')}: {stderr[-1500:]}")
-        return ProbeReport.model_validate_json(stdout.splitlines()[-1])
+        return _REPORT.validate_json(stdout.splitlines()[-1])
     finally:
         container.remove(force=True)
+
+
+_REPORT = TypeAdapter(ProbeReport)
 
 
 def network_gateways(client: Any) -> list[str]:

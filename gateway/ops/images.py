@@ -218,7 +218,7 @@ def _wheelhouse() -> Path:
     target = cache_dir() / f"wheelhouse-{_digest([requirements.read_bytes()])}"
     if (target / ".complete").exists():
         return target
-    _say("downloading the sandbox's wheels (neo4j, httpx, pydantic) from PyPI ...")
+    _say("downloading the sandbox's wheels (neo4j, httpx) from PyPI ...")
     shutil.rmtree(target, ignore_errors=True)
     result = subprocess.run(
         [*_pip(), "download", "-q", "--only-binary=:all:", "--python-version", "3.11",

@@ -1,12 +1,13 @@
-"""The runner: every approved query runs in a fresh, hardened Docker container, never in-process.
+"""The runner: every approved query runs in a hardened Docker container, never in-process.
 
-    runner = SandboxRunner(settings_for(gateway_settings))
+    runner = SandboxRunner(settings_for(gateway_settings), policy.sandbox)
     job = job_for(tool_policy, query_id=..., cypher=..., params=..., result_check=...)
-    result = runner.run(job)          # SandboxResult; raises SandboxUnavailable when no sandbox can run
-    error = error_for(result)         # the typed GatewayError for a failed result, or None
+    result = runner.run(job, principal)   # SandboxResult; raises Busy at capacity,
+                                          # SandboxUnavailable when no sandbox can run
+    error = error_for(result)             # the typed GatewayError for a failed result, or None
 
-This package imports only the Docker SDK and the wire models: the ``neo4j``
-driver is never loaded into the gateway process, so there is no code path by
+This package imports only the Docker SDK, pydantic and the wire's dataclasses: the
+``neo4j`` driver is never loaded into the gateway process, so there is no code path by
 which a query could run unsandboxed.
 """
 
@@ -21,13 +22,18 @@ import threading
 import time
 import uuid
 import weakref
+from collections import deque
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import docker.errors
 from docker.client import DockerClient
 
 from gateway.catalogue import SANDBOX_EXPLAIN
+from gateway.domain import Principal
 from gateway.errors import GatewayError, Neo4jRefused, QueryTimeout, SandboxUnavailable
+from gateway.policy import SandboxPolicy
+from gateway.runner.contract import credentials_line, job_line, parse_result
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed, sandbox_spec
 from gateway.runner.forwarder import Forwarder
 from gateway.runner.jobs import job_for
@@ -36,6 +42,7 @@ from gateway.runner.settings import RunnerSettings, settings_for
 from sandbox.wire import SandboxJob, SandboxResult, failure
 
 __all__ = [
+    "RunRecord",
     "Runner",
     "RunnerSettings",
     "SandboxRunner",
@@ -51,12 +58,25 @@ log = logging.getLogger(__name__)
 RETRY_START_SECONDS = 5.0
 # How often the forwarder's health is checked (off the request path).
 WATCH_SECONDS = 2.0
+# How many recent queries the runner remembers (which container ran which principal's query).
+RECORDS_KEPT = 10_000
 
 
 class Runner(Protocol):
-    def run(self, job: SandboxJob) -> SandboxResult: ...
+    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult: ...
+    def cancel(self, query_id: str) -> bool: ...
     def available(self) -> tuple[bool, str]: ...
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Which container ran a query, for whom, and as its how-manyth query."""
+
+    query_id: str
+    principal: str | None
+    container_id: str
+    use: int
 
 
 def error_for(result: SandboxResult) -> GatewayError | None:
@@ -74,11 +94,17 @@ def error_for(result: SandboxResult) -> GatewayError | None:
 
 
 class SandboxRunner:
-    """Implements :class:`Runner` with a warm pool of one-shot containers and one forwarder."""
+    """Implements :class:`Runner` with a warm pool of sandbox containers and one forwarder.
 
-    def __init__(self, settings: RunnerSettings) -> None:
+    ``policy`` is the policy's ``sandbox`` section: reuse, the busy wait, each principal's
+    concurrency. Harnesses that pass none get its defaults (one query per container).
+    """
+
+    def __init__(self, settings: RunnerSettings, policy: SandboxPolicy | None = None) -> None:
         self.settings = settings
+        self.policy = policy or SandboxPolicy()
         self.runner_id = uuid.uuid4().hex[:12]
+        self.runtime: str | None = None
         self._lock = threading.Lock()
         self._client: Any = None
         self._forwarder: Forwarder | None = None
@@ -87,6 +113,9 @@ class SandboxRunner:
         self._last_attempt = 0.0
         self._closed = False
         self._stop = threading.Event()
+        self._records: deque[RunRecord] = deque(maxlen=RECORDS_KEPT)
+        self._in_flight: dict[str, WarmContainer] = {}
+        self._cancelled: set[str] = set()
         self.forwarder_restarts = 0
         self._start()
         self._watcher = threading.Thread(target=self._watch, name="sandbox-forwarder-watch", daemon=True)
@@ -107,26 +136,62 @@ class SandboxRunner:
             )
             client.ping()
             client.images.get(self.settings.image)
+            runtime = self._runtime_for(client)
         except docker.errors.ImageNotFound:
             self._reason = (
                 f"sandbox image {self.settings.image} is not present (build it: cypher-gateway images build sandbox)"
             )
+            return
+        except _RuntimeMissing as exc:
+            self._reason = str(exc)
             return
         except Exception as exc:
             self._reason = f"the Docker daemon is not reachable: {type(exc).__name__}: {str(exc)[:300]}"
             return
         with contextlib.suppress(Exception):
             remove_orphans(client)
-        forwarder = Forwarder(client, self.settings, self.runner_id)
+        forwarder = Forwarder(client, self.settings, self.runner_id, runtime)
         try:
             forwarder.start()
         except Exception as exc:
             forwarder.close()
-            self._reason = f"the Neo4j forwarder could not start: {exc}"
-            return
-        self._client, self._forwarder = client, forwarder
-        self._pool = WarmPool(client, self.settings, forwarder.volume_name, self.runner_id)
+            if runtime == "runc" or self.settings.runtime == "crun":
+                self._reason = f"the Neo4j forwarder could not start: {exc}"
+                return
+            # crun is registered but cannot start a container here (e.g. a hybrid cgroup host).
+            log.warning("crun could not start a container (%s); sandboxes run under runc", str(exc)[:300])
+            runtime = "runc"
+            forwarder = Forwarder(client, self.settings, self.runner_id, runtime)
+            try:
+                forwarder.start()
+            except Exception as exc2:
+                forwarder.close()
+                self._reason = f"the Neo4j forwarder could not start: {exc2}"
+                return
+        self._client, self._forwarder, self.runtime = client, forwarder, runtime
+        account = credentials_line(self.settings.neo4j_user, self.settings.neo4j_password.get_secret_value())
+        self._pool = WarmPool(
+            client, self.settings, self.policy, forwarder.volume_name, self.runner_id,
+            runtime=runtime, credentials_line=account,
+        )  # fmt: skip
         self._reason = ""
+
+    def _runtime_for(self, client: Any) -> str:
+        if self.settings.runtime == "runc":
+            return "runc"
+        registered = client.info().get("Runtimes") or {}
+        if "crun" in registered:
+            return "crun"
+        if self.settings.runtime == "crun":
+            raise _RuntimeMissing(
+                "sandbox_runtime is crun but the Docker daemon has no crun runtime registered "
+                "(scripts/ensure-docker.sh installs and registers it)"
+            )
+        log.warning(
+            "the Docker daemon has no crun runtime registered: sandboxes run under runc, "
+            "which costs more CPU per container (scripts/ensure-docker.sh registers crun)"
+        )
+        return "runc"
 
     def _watch(self) -> None:
         """Restart a dead forwarder; the warm containers' connections died with it, so replace them too."""
@@ -165,11 +230,12 @@ class SandboxRunner:
             return False, pool.last_error
         return True, ""
 
-    def wait_ready(self, timeout: float = 60.0) -> bool:
-        """Block until the pool is full (tests and benchmarks; the server never waits)."""
+    def wait_ready(self, timeout: float = 60.0, count: int | None = None) -> bool:
+        """Block until ``count`` spares (default: the pool size) are ready (start-up, tests, benchmarks)."""
+        wanted = self.settings.pool_size if count is None else count
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._pool is not None and self._pool.ready_count() >= self.settings.pool_size:
+            if self._pool is not None and self._pool.ready_count() >= wanted:
                 return True
             time.sleep(0.05)
         return False
@@ -194,23 +260,49 @@ class SandboxRunner:
 
     # --- running -----------------------------------------------------------------------------
 
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
+        """Run ``job`` for ``principal`` in a sandbox.
+
+        Waits at most the policy's ``busy_wait_ms`` for a container (and for the principal's
+        concurrency limit), then raises ``Busy``; raises ``SandboxUnavailable`` when no
+        sandbox can be started. ``principal`` None (harnesses): a container nobody else uses.
+        """
         pool = self._ensure_started()
-        warm = pool.take(self.settings.acquire_timeout_seconds)
-        if warm is None:
-            raise SandboxUnavailable(
-                pool.last_error or f"no warm sandbox became ready within {self.settings.acquire_timeout_seconds:g} s"
-            )
+        warm = pool.acquire(principal, time.monotonic() + self.policy.busy_wait_ms / 1000)
+        reusable = False
+        with self._lock:
+            self._in_flight[job.query_id] = warm
         try:
-            return self._run_in(warm, job)
+            self._records.append(RunRecord(job.query_id, principal.name if principal else None, warm.id, warm.uses))
+            result = self._run_in(warm, job)
+            # A container that saw anything unusual is not trusted with another query.
+            reusable = result.ok and result.error is None and not result.truncated and not result.redacted
+            return result
         finally:
-            pool.discard(warm)
+            with self._lock:
+                self._in_flight.pop(job.query_id, None)
+                self._cancelled.discard(job.query_id)
+            pool.release(warm, reusable=reusable)
+
+    def cancel(self, query_id: str) -> bool:
+        """Kill the container running ``query_id`` (the caller gave up); False if none is.
+
+        Its ``run`` then returns a ``sandbox_failed`` result saying it was cancelled.
+        """
+        with self._lock:
+            warm = self._in_flight.get(query_id)
+            if warm is None:
+                return False
+            self._cancelled.add(query_id)
+        with contextlib.suppress(Exception):
+            warm.container.kill()
+        return True
 
     def _run_in(self, warm: WarmContainer, job: SandboxJob) -> SandboxResult:
         wall_clock = job.timeout_seconds + self.settings.wall_clock_grace_seconds
         deadline = time.monotonic() + wall_clock
         try:
-            warm.reader.sock.sendall(job.model_dump_json().encode("utf-8") + b"\n")
+            warm.reader.sock.sendall(job_line(job))
             line = warm.reader.read_stdout_line(deadline)
         except TimeoutError:
             with contextlib.suppress(Exception):
@@ -219,9 +311,11 @@ class SandboxRunner:
                 job.query_id, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed"
             )
         except (StreamClosed, OSError):
+            if job.query_id in self._cancelled:
+                return failure(job.query_id, "sandbox_failed", "the query was cancelled and its sandbox killed")
             return failure(job.query_id, "sandbox_failed", self._death_reason(warm))
         try:
-            result = SandboxResult.model_validate_json(line)
+            result = parse_result(line)
         except ValueError:
             return failure(job.query_id, "internal", "the sandbox's answer did not validate")
         if result.query_id != job.query_id and result.error is None:
@@ -241,6 +335,10 @@ class SandboxRunner:
 
     # --- introspection (tests, benchmark) -----------------------------------------------------
 
+    def records(self) -> list[RunRecord]:
+        """The recent queries' containers, oldest first."""
+        return list(self._records)
+
     def pool_container_ids(self) -> list[str]:
         return self._pool.container_ids() if self._pool else []
 
@@ -251,7 +349,13 @@ class SandboxRunner:
         """The spec the pool starts every sandbox with: a diagnostic probe runs in the same box."""
         self._ensure_started()
         assert self._forwarder is not None
-        return sandbox_spec(self.settings, self._forwarder.volume_name, self.runner_id)
+        return sandbox_spec(
+            self.settings, self._forwarder.volume_name, self.runner_id, runtime=str(self.runtime), max_jobs=1
+        )
+
+
+class _RuntimeMissing(Exception):
+    pass
 
 
 def _close_quietly(ref: weakref.ReferenceType[SandboxRunner]) -> None:

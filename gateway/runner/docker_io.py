@@ -16,7 +16,7 @@ from typing import Any
 from docker.types import Mount
 
 from gateway.runner.settings import RunnerSettings
-from sandbox.wire import SANDBOX_UID, SOCKET_DIR, SOCKET_PATH, SandboxEnv
+from sandbox.wire import SANDBOX_UID, SCRATCH_DIR, SOCKET_DIR, SOCKET_PATH, SandboxEnv
 
 LABEL_ROLE = "cypher-gateway.role"
 LABEL_RUNNER = "cypher-gateway.runner"
@@ -36,9 +36,10 @@ def labels(role: str, runner_id: str) -> dict[str, str]:
 STDOUT, STDERR = 1, 2
 
 
-def hardening(settings: RunnerSettings) -> dict[str, Any]:
-    """Options every container we start gets (sandbox and forwarder alike)."""
+def hardening(settings: RunnerSettings, runtime: str) -> dict[str, Any]:
+    """Options every container we start gets (sandbox and forwarder alike), under ``runtime``."""
     return {
+        "runtime": runtime,
         "read_only": True,
         "cap_drop": ["ALL"],
         # Docker's default seccomp profile stays on: we never pass seccomp=unconfined.
@@ -48,18 +49,20 @@ def hardening(settings: RunnerSettings) -> dict[str, Any]:
         "mem_limit": f"{settings.memory_mb}m",
         "memswap_limit": f"{settings.memory_mb}m",  # no swap: a memory hog is OOM-killed, not slowed
         "nano_cpus": int(settings.cpus * 1e9),
-        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={settings.tmpfs_mb}m"},
+        "tmpfs": {SCRATCH_DIR: f"rw,noexec,nosuid,nodev,size={settings.tmpfs_mb}m"},
         "ipc_mode": "none",
         "log_config": {"Type": "none", "Config": {}},  # nothing a container prints lands in Docker's logs
     }
 
 
-def sandbox_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dict[str, Any]:
+def sandbox_spec(
+    settings: RunnerSettings, volume: str, runner_id: str, *, runtime: str, max_jobs: int
+) -> dict[str, Any]:
+    """A sandbox container; its configuration holds nothing secret (the account comes on stdin)."""
     env = {
         SandboxEnv.TRANSPORT: settings.transport,
         SandboxEnv.NEO4J_SOCKET: SOCKET_PATH,
-        SandboxEnv.NEO4J_USER: settings.neo4j_user,
-        SandboxEnv.NEO4J_PASSWORD: settings.neo4j_password.get_secret_value(),
+        SandboxEnv.MAX_JOBS: str(max_jobs),
     }
     if settings.database:
         env[SandboxEnv.DATABASE] = settings.database
@@ -72,20 +75,20 @@ def sandbox_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dict[
         "environment": env,
         "mounts": [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=True)],
         "labels": labels("sandbox", runner_id),
-        **hardening(settings),
+        **hardening(settings, runtime),
     }
 
 
-def forwarder_spec(settings: RunnerSettings, volume: str, runner_id: str) -> dict[str, Any]:
+def forwarder_spec(settings: RunnerSettings, volume: str, runner_id: str, *, runtime: str) -> dict[str, Any]:
     spec = {
         "image": settings.image,
-        "entrypoint": ["python3", "-m", "sandbox.forwarder"],
-        "command": ["--listen", SOCKET_PATH, "--target", f"{settings.neo4j_host}:{settings.neo4j_port}"],
+        # The image's entry point (the isolated launcher), told to be the forwarder.
+        "command": ["forwarder", "--listen", SOCKET_PATH, "--target", f"{settings.neo4j_host}:{settings.neo4j_port}"],
         "network_mode": settings.resolved_forwarder_network(),
         "mounts": [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=False)],
         "labels": labels("forwarder", runner_id),
         "detach": True,
-        **hardening(settings),
+        **hardening(settings, runtime),
     }
     # The forwarder's own output is its readiness line: keep Docker's log for it.
     spec["log_config"] = {"Type": "json-file", "Config": {"max-size": "1m"}}
@@ -140,16 +143,21 @@ class FrameReader:
                     raise StreamClosed("sandbox wrote more than the stdout cap")
                 self.stdout += payload
             elif stream == STDERR:
-                self.stderr = (self.stderr + payload)[-4096:]
+                self.stderr = bytearray((self.stderr + payload)[-4096:])
 
     def read_until_stderr(self, marker: bytes, deadline: float) -> None:
+        """Wait for ``marker`` on stderr and consume it (a reused container says it once per job)."""
         while marker not in self.stderr:
             self._fill(deadline)
             self._frames()
+        del self.stderr[: self.stderr.index(marker) + len(marker)]
 
     def read_stdout_line(self, deadline: float) -> bytes:
+        """The next line on stdout (consumed)."""
         while b"\n" not in self.stdout:
             self._fill(deadline)
             self._frames()
-        line, _, _ = bytes(self.stdout).partition(b"\n")
+        end = self.stdout.index(b"\n")
+        line = bytes(self.stdout[:end])
+        del self.stdout[: end + 1]
         return line

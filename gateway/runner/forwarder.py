@@ -17,10 +17,11 @@ from sandbox.wire import FORWARDER_READY, SANDBOX_UID
 
 
 class Forwarder:
-    def __init__(self, client: Any, settings: RunnerSettings, runner_id: str) -> None:
+    def __init__(self, client: Any, settings: RunnerSettings, runner_id: str, runtime: str) -> None:
         self.client = client
         self.settings = settings
         self.runner_id = runner_id
+        self.runtime = runtime
         self.volume_name = f"cgw-sock-{runner_id}"
         self.container: Any = None
 
@@ -47,7 +48,8 @@ class Forwarder:
         self._run(timeout)
 
     def _run(self, timeout: float) -> None:
-        self.container = self.client.containers.run(**forwarder_spec(self.settings, self.volume_name, self.runner_id))
+        spec = forwarder_spec(self.settings, self.volume_name, self.runner_id, runtime=self.runtime)
+        self.container = self.client.containers.run(**spec)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.container.reload()

@@ -48,10 +48,15 @@ class RunnerSettings(BaseModel):
     wall_clock_grace_seconds: Annotated[float, Field(gt=0)] = 2.0
     # How long a fresh container may take to import, connect and report ready.
     ready_timeout_seconds: Annotated[float, Field(gt=0)] = 20.0
-    # Containers started in parallel when refilling; each start is mostly daemon time.
+    # Containers started in parallel when refilling; each start is mostly daemon time, and on
+    # 2 cores more than 2 at once only adds latency (docs/benchmarks.md).
     start_concurrency: Annotated[int, Field(ge=1, le=16)] = 2
-    # How long run() waits for a warm container before saying the sandbox is unavailable.
-    acquire_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
+    # Every live sandbox container (spares, running, a principal's idle ones) counts; each holds
+    # at most one connection through the forwarder at a time.
+    max_containers: Annotated[int, Field(ge=1, le=100)] = 16
+    # The OCI runtime: "auto" takes crun when the daemon has it registered and it starts a
+    # container (about 40 ms of CPU less per container than runc), else runc, saying so.
+    runtime: Literal["auto", "crun", "runc"] = "auto"
     # None: the environment's DOCKER_HOST (or the default socket).
     docker_host: str | None = None
 
@@ -79,6 +84,8 @@ def settings_for(settings: GatewaySettings, target: Neo4jTarget | None = None, *
     fields: dict[str, Any] = {
         "image": settings.sandbox_image or sandbox_image_tag(),
         "pool_size": settings.pool_size,
+        "max_containers": settings.sandbox_max_containers,
+        "runtime": settings.sandbox_runtime,
         "memory_mb": settings.sandbox_memory_mb,
         "neo4j_host": target.host,
         "neo4j_port": target.port,

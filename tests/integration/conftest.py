@@ -23,7 +23,7 @@ from gateway.config import GatewaySettings, connection_settings
 from gateway.ops import images, neo4j_local
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers, settings_for
-from tests.support.jobs import SettingsFactory
+from tests.support.jobs import PATIENT, SettingsFactory
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -140,7 +140,7 @@ def runner_settings(gateway_settings: GatewaySettings) -> SettingsFactory:
 @pytest.fixture(scope="module")
 def sandbox_runner(runner_settings: SettingsFactory, docker_client: Any) -> Iterator[SandboxRunner]:
     """A running warm pool shared by a module's tests; it must leave nothing behind."""
-    runner = SandboxRunner(runner_settings())
+    runner = SandboxRunner(runner_settings(), PATIENT)
     ok, reason = runner.available()
     assert ok, f"the sandbox runner could not start: {reason}"
     assert runner.wait_ready(90), "the warm pool did not fill within 90 s"

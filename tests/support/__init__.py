@@ -11,6 +11,7 @@
 * ``ports``: a free local TCP port.
 * ``rows``: what a serialized answer holds (ids, secrets).
 * ``waiting``: bounded waits for an observable condition (never a wall-clock assertion).
+* ``stub_runner``: a stand-in for the runner, for tests of what happens around a query.
 
 Nothing here starts a service: the fixtures that do live in ``tests/integration/conftest.py``.
 """

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.policy import DEFAULT_POLICY_PATH
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -28,6 +29,20 @@ def neo4j_env(connection: Neo4jConnection, **extra: str) -> dict[str, str]:
     return env
 
 
+def patient_policy_file(directory: Path) -> Path:
+    """The default policy with a long sandbox wait, written into ``directory``.
+
+    A server test sends queries back to back on a small, shared machine, where refilling
+    the pool can take longer than the default wait: it should see answers, not "busy"
+    (the capacity tests use the default wait). Every other line is the shipped file's.
+    """
+    text = DEFAULT_POLICY_PATH.read_text(encoding="utf-8")
+    assert "busy_wait_ms: 500\n" in text, "the default policy's wait moved: update this helper"
+    path = directory / "patient-default-policy.yaml"
+    path.write_text(text.replace("busy_wait_ms: 500\n", "busy_wait_ms: 10000\n"), encoding="utf-8")
+    return path
+
+
 def server_env(connection: Neo4jConnection, sandbox_image: str, audit_path: Path, **extra: str) -> dict[str, str]:
     """Environment for a ``cypher-gateway serve`` child aimed at the test Neo4j and sandbox image."""
     return neo4j_env(
@@ -35,18 +50,18 @@ def server_env(connection: Neo4jConnection, sandbox_image: str, audit_path: Path
         GATEWAY_SANDBOX_IMAGE=sandbox_image,
         GATEWAY_POOL_SIZE="2",
         GATEWAY_AUDIT_PATH=str(audit_path),
+        GATEWAY_POLICY_FILE=str(patient_policy_file(audit_path.parent)),
         **extra,
     )
 
 
 def sandbox_program_env(connection: Neo4jConnection) -> dict[str, str]:
-    """Environment for the sandbox program run on the host, straight at ``connection``."""
+    """Environment for the sandbox program run on the host, straight at ``connection``.
+
+    It holds no credentials: the program reads its account from the first line on stdin.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("CGW_")}
-    env.update(
-        CGW_NEO4J_URI=connection.uri,
-        CGW_NEO4J_USER=connection.user,
-        CGW_NEO4J_PASSWORD=connection.password,
-    )
+    env.update(CGW_NEO4J_URI=connection.uri)
     if connection.database:
         env["CGW_DATABASE"] = connection.database
     return env

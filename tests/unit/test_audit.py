@@ -11,35 +11,29 @@ import pytest
 from gateway.audit import AuditLog
 from gateway.cli import main
 from gateway.domain import LayerSwitches, Principal
-from gateway.errors import SandboxUnavailable
+from gateway.errors import Busy, SandboxUnavailable
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 SECRET_VALUE = "param-value-that-must-not-be-logged"
 ALICE = Principal(name="alice", scope=frozenset({"l1"}))
 
 
-class AnsweringRunner:
+class AnsweringRunner(RunnerStub):
     """Stands in for the sandbox in orchestration tests only (the e2e tests use the real one)."""
 
     def __init__(self, **result: Any) -> None:
+        super().__init__()
         self.result = result
-        self.jobs: list[SandboxJob] = []
 
-    def run(self, job: SandboxJob) -> SandboxResult:
-        self.jobs.append(job)
+    def answer(self, job: SandboxJob) -> SandboxResult:
         return SandboxResult(query_id=job.query_id, ok=True, **self.result)
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def close(self) -> None:
-        pass
 
 
 class GoneRunner(AnsweringRunner):
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def answer(self, job: SandboxJob) -> SandboxResult:
         raise SandboxUnavailable("the Docker daemon is not reachable")
 
 
@@ -82,6 +76,21 @@ def test_degraded_call_is_audited(tmp_path: Path) -> None:
     assert result.degraded == ["analyze:disabled"] and result.rows == []
     (line,) = audit.read()
     assert line["decision"] == "degraded" and line["degraded"] == ["analyze:disabled"]
+
+
+class FullRunner(AnsweringRunner):
+    def answer(self, job: SandboxJob) -> SandboxResult:
+        raise Busy("the gateway is at capacity: nothing ran", 400)
+
+
+def test_a_busy_answer_is_audited_and_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gateway, audit = _gateway(tmp_path, FullRunner())
+    for _ in range(2):
+        with pytest.raises(Busy):
+            gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, ALICE)
+    assert [(line["decision"], line["error_code"]) for line in audit.read()] == [("error", "busy")] * 2
+    assert main(["audit", "summary", "--json", "--path", str(tmp_path / "audit.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out)["by_error"] == {"busy": 2}
 
 
 def test_audit_file_is_private_and_append_only(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from gateway.policy import Policy, load_policy
 from gateway.policy_cli import render_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 REPO = Path(__file__).resolve().parent.parent.parent
 POLICY = load_policy()
@@ -25,22 +26,12 @@ IDS = {rule.id for rule in catalogue.CATALOGUE}
 STAGES = ("request", "parse", "guard", "scope", "sandbox")
 
 
-class ExplainRefuses:
+class ExplainRefuses(RunnerStub):
     """A runner whose sandbox answers as Neo4j's EXPLAIN check does for a write."""
 
-    def __init__(self) -> None:
-        self.jobs: list[SandboxJob] = []
-
-    def run(self, job: SandboxJob) -> SandboxResult:
-        self.jobs.append(job)
+    def answer(self, job: SandboxJob) -> SandboxResult:
         error = SandboxError(code="explain_rejected", message="the plan is not read-only")
         return SandboxResult(query_id=job.query_id, ok=False, error=error)
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def close(self) -> None:
-        pass
 
 
 def test_every_rule_has_a_unique_id_a_sentence_and_a_stage_in_data_path_order() -> None:
@@ -139,3 +130,10 @@ def test_policy_show_prints_every_rule_with_its_sentence() -> None:
     shown = render_policy(POLICY)
     for rule in catalogue.CATALOGUE:
         assert rule.id in shown and rule.sentence[:40] in shown, rule.id
+
+
+def test_policy_show_prints_the_sandbox_sharing() -> None:
+    shown = render_policy(POLICY)
+    assert "sandbox: one query per container" in shown and "'busy' after waiting 500 ms" in shown
+    reused = POLICY.model_copy(update={"sandbox": POLICY.sandbox.model_copy(update={"max_queries_per_container": 10})})
+    assert "up to 10 queries of one principal per container" in render_policy(reused)

@@ -52,6 +52,7 @@ def test_element_ids_become_tokens_local_to_the_answer() -> None:
 def test_rows_dropped_by_the_result_check_leave_no_gap_in_the_tokens() -> None:
     from sandbox.main import handle
     from sandbox.wire import SandboxJob, SandboxResult, ScopeCheck
+    from sandbox.wire import to_json as wire_json
 
     def node(token: str, layers: list[str]) -> dict[str, object]:
         return {"$type": "node", "elementId": token, "labels": [], "properties": {"layers": layers}}
@@ -65,6 +66,6 @@ def test_rows_dropped_by_the_result_check_leave_no_gap_in_the_tokens() -> None:
 
     job = SandboxJob(query_id="q", cypher="MATCH (n) RETURN n", timeout_seconds=1, max_rows=10, max_bytes=10_000,
                      scope=ScopeCheck(layers_property="layers", layers=["mine"]))  # fmt: skip
-    result = handle(job.model_dump_json().encode(), Backend())  # type: ignore[arg-type]
+    result = handle(wire_json(job).encode(), Backend())  # type: ignore[arg-type]
     assert result.redacted == 1
     assert [row[0]["elementId"] for row in result.rows] == ["n1", "n2"]

@@ -20,6 +20,7 @@ from gateway.policy import load_policy
 from gateway.scope import coverage, passes
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 POLICY = load_policy()
 ALICE = Principal(name="alice", scope=frozenset({"l1"}))
@@ -33,19 +34,9 @@ OWNERS: dict[type[ast.Node], str] = {
 }
 
 
-class Recording:
-    def __init__(self) -> None:
-        self.jobs: list[SandboxJob] = []
-
-    def run(self, job: SandboxJob) -> SandboxResult:
-        self.jobs.append(job)
+class Recording(RunnerStub):
+    def answer(self, job: SandboxJob) -> SandboxResult:
         return SandboxResult(query_id=job.query_id, ok=True, columns=["x"], rows=[[1]], row_count=1)
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def close(self) -> None:
-        pass
 
 
 def test_every_kind_of_pattern_owner_is_in_the_walk() -> None:

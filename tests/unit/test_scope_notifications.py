@@ -59,12 +59,15 @@ class _Runner:
     def __init__(self, notifications: list[Notification]) -> None:
         self.notifications = notifications
 
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
         return SandboxResult(query_id=job.query_id, ok=True, columns=["c"], rows=[[0]], row_count=1,
                              notifications=self.notifications)  # fmt: skip
 
     def available(self) -> tuple[bool, str]:
         return True, ""
+
+    def cancel(self, query_id: str) -> bool:
+        return False
 
     def close(self) -> None:
         pass

@@ -17,28 +17,25 @@ from mcp.types import TextResourceContents
 
 from gateway.audit import AuditLog
 from gateway.domain import Principal
+from gateway.errors import Busy
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 P = Principal(name="t", scope=frozenset({"l1"}))
 
 
-class Answering:
+class Answering(RunnerStub):
     def __init__(self, error: SandboxError | None = None) -> None:
+        super().__init__()
         self.error = error
 
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def answer(self, job: SandboxJob) -> SandboxResult:
         if self.error:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.error)
         return SandboxResult(query_id=job.query_id, ok=True, columns=["c"], rows=[[7]], row_count=1, bytes=3)
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def close(self) -> None:
-        pass
 
 
 def _calls(gateway: Gateway, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -105,6 +102,24 @@ def test_sandbox_failures_are_tool_errors_not_crashes(sandbox_code: Any, wire_co
     assert not after.is_error  # the session survived
 
 
+class AtCapacity(RunnerStub):
+    def answer(self, job: SandboxJob) -> SandboxResult:
+        raise Busy("the gateway is at capacity (every sandbox is in use; waited 500 ms): nothing ran", 850)
+
+
+def test_busy_is_a_tool_error_with_a_retry_hint() -> None:
+    busy, after = _calls(
+        Gateway(load_policy(), AtCapacity()), ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"})
+    )
+    assert _error(busy) == {
+        "code": "busy",
+        "message": "the gateway is at capacity (every sandbox is in use; waited 500 ms): nothing ran",
+        "retryAfterMs": 850,
+    }
+    assert busy.structured_content == {"error": _error(busy)}
+    assert not after.is_error
+
+
 def test_policy_resource_is_the_active_policy() -> None:
     policy = load_policy()
     server = build_server(Gateway(policy, None), stdio_resolver(P), resource_principal=P)
@@ -123,11 +138,14 @@ def test_policy_resource_is_the_active_policy() -> None:
 class Broken:
     """A runner with a bug: anything unexpected on the request path, not a sandbox answer."""
 
-    def run(self, job: SandboxJob) -> SandboxResult:
+    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
         raise RecursionError("maximum recursion depth exceeded")
 
     def available(self) -> tuple[bool, str]:
         return True, ""
+
+    def cancel(self, query_id: str) -> bool:
+        return False
 
     def close(self) -> None:
         pass

@@ -23,6 +23,7 @@ from gateway.errors import (
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 POLICY = load_policy()
 SCOPE_KEY = POLICY.scope.scope_parameter
@@ -30,22 +31,15 @@ ALICE = Principal(name="alice", scope=frozenset({"l2", "l1"}))
 COUNT = "MATCH (n:Fact) RETURN count(n) AS c"
 
 
-class Recording:
+class Recording(RunnerStub):
     def __init__(self, result: dict[str, Any] | None = None, error: SandboxError | None = None) -> None:
+        super().__init__()
         self.result, self.error = result or {}, error
-        self.jobs: list[SandboxJob] = []
 
-    def run(self, job: SandboxJob) -> SandboxResult:
-        self.jobs.append(job)
+    def answer(self, job: SandboxJob) -> SandboxResult:
         if self.error is not None:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.error)
         return SandboxResult(query_id=job.query_id, ok=True, **self.result)
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def close(self) -> None:
-        pass
 
 
 def test_job_carries_policy_limits_scope_and_rewritten_query() -> None:

@@ -12,8 +12,19 @@ from typing import Any
 import pytest
 
 from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.runner import SandboxRunner, remove_leftovers
 from tests.support.env import sandbox_program_env
 from tests.support.graph import labelled_graph, unique_label
+
+
+@pytest.fixture()
+def cleanup(docker_client: Any) -> Iterator[list[SandboxRunner]]:
+    """Runners a test starts (append them); each is closed after the test and must leave nothing behind."""
+    runners: list[SandboxRunner] = []
+    yield runners
+    for runner in runners:
+        runner.close()
+        assert remove_leftovers(docker_client, runner.runner_id) == 0, "the runner leaked containers"
 
 
 @pytest.fixture()

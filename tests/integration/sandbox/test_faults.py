@@ -9,7 +9,6 @@ import os
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from gateway.errors import SandboxUnavailable
 from gateway.runner import SandboxRunner, error_for, remove_leftovers
 from sandbox.pipe import splice
-from tests.support.jobs import LIMITS, SettingsFactory, make_job
+from tests.support.jobs import LIMITS, PATIENT, SettingsFactory, make_job
 from tests.support.ports import free_port
 from tests.support.waiting import returns_within, wait_until
 
@@ -60,17 +59,8 @@ class DockerSocketProxy:
                 conn.shutdown(socket.SHUT_RDWR)
 
 
-@pytest.fixture()
-def cleanup(docker_client: Any) -> Iterator[list[SandboxRunner]]:
-    runners: list[SandboxRunner] = []
-    yield runners
-    for runner in runners:
-        runner.close()
-        assert remove_leftovers(docker_client, runner.runner_id) == 0, "the runner leaked containers"
-
-
 def test_docker_daemon_unreachable(runner_settings: SettingsFactory, cleanup: list[SandboxRunner]) -> None:
-    runner = SandboxRunner(runner_settings(docker_host="unix:///nonexistent/docker.sock"))
+    runner = SandboxRunner(runner_settings(docker_host="unix:///nonexistent/docker.sock"), PATIENT)
     cleanup.append(runner)
     ok, reason = runner.available()
     assert not ok and "Docker daemon" in reason
@@ -81,7 +71,7 @@ def test_docker_daemon_unreachable(runner_settings: SettingsFactory, cleanup: li
 
 def test_docker_daemon_lost_while_running(runner_settings: SettingsFactory, docker_client: Any) -> None:
     proxy = DockerSocketProxy()
-    runner = SandboxRunner(runner_settings(docker_host=f"unix://{proxy.path}", pool_size=1))
+    runner = SandboxRunner(runner_settings(docker_host=f"unix://{proxy.path}", pool_size=1), PATIENT)
     try:
         assert runner.available()[0], runner.available()
         assert runner.wait_ready(60)
@@ -103,7 +93,7 @@ def test_docker_daemon_lost_while_running(runner_settings: SettingsFactory, dock
 
 
 def test_sandbox_image_missing(runner_settings: SettingsFactory, cleanup: list[SandboxRunner]) -> None:
-    runner = SandboxRunner(runner_settings(image="cypher-gateway/sandbox:does-not-exist"))
+    runner = SandboxRunner(runner_settings(image="cypher-gateway/sandbox:does-not-exist"), PATIENT)
     cleanup.append(runner)
     ok, reason = runner.available()
     assert not ok and "image" in reason and "does-not-exist" in reason
@@ -112,7 +102,7 @@ def test_sandbox_image_missing(runner_settings: SettingsFactory, cleanup: list[S
 
 
 def test_container_oom_killed(runner_settings: SettingsFactory, cleanup: list[SandboxRunner]) -> None:
-    runner = SandboxRunner(runner_settings(pool_size=1, memory_mb=96))
+    runner = SandboxRunner(runner_settings(pool_size=1, memory_mb=96), PATIENT)
     cleanup.append(runner)
     assert runner.wait_ready(60), runner.available()
     # One record of six 8 MB strings: decoding it needs far more than 96 MB.
@@ -128,7 +118,7 @@ def test_container_oom_killed(runner_settings: SettingsFactory, cleanup: list[Sa
 def test_container_hangs_past_the_wall_clock(
     runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
 ) -> None:
-    runner = SandboxRunner(runner_settings(pool_size=1, wall_clock_grace_seconds=1.0))
+    runner = SandboxRunner(runner_settings(pool_size=1, wall_clock_grace_seconds=1.0), PATIENT)
     cleanup.append(runner)
     assert runner.wait_ready(60)
     # Freeze the one warm container: it will take the job and never answer.
@@ -146,7 +136,7 @@ def test_container_hangs_past_the_wall_clock(
 
 
 def test_neo4j_down(runner_settings: SettingsFactory, cleanup: list[SandboxRunner]) -> None:
-    runner = SandboxRunner(runner_settings(pool_size=1, neo4j_port=free_port()))
+    runner = SandboxRunner(runner_settings(pool_size=1, neo4j_port=free_port()), PATIENT)
     cleanup.append(runner)
     assert runner.wait_ready(60)
     result = runner.run(make_job("RETURN 1 AS x"))
@@ -187,7 +177,7 @@ def test_neo4j_refuses_the_query(sandbox_runner: SandboxRunner, cypher: str, neo
 def test_forwarder_killed_is_restarted(
     runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
 ) -> None:
-    runner = SandboxRunner(runner_settings(pool_size=1))
+    runner = SandboxRunner(runner_settings(pool_size=1), PATIENT)
     cleanup.append(runner)
     assert runner.wait_ready(60)
     first = runner.forwarder_container_id()

@@ -21,6 +21,7 @@ import pytest
 
 from gateway.ops.egress import network_gateways, run_probe
 from gateway.runner import SandboxRunner
+from gateway.runner.contract import credentials_line
 from sandbox.probe import ProbeReport, ProbeRequest
 from sandbox.wire import SOCKET_DIR, SOCKET_PATH
 
@@ -32,14 +33,17 @@ LISTENER = (
 )
 
 
-def _probe(docker_client: Any, spec: dict[str, Any], targets: list[tuple[str, int]], in_sandbox: bool) -> ProbeReport:
+def _probe(
+    docker_client: Any, spec: dict[str, Any], targets: list[tuple[str, int]], in_sandbox: bool,
+    account: bytes | None = None,
+) -> ProbeReport:  # fmt: skip
     """The product's probe; in the sandbox also DNS, the socket volume and the one allowed query."""
     spec = {**spec, "labels": {**spec.get("labels", {}), "cypher-gateway.test": "network-probe"}}
     if not in_sandbox:
         return run_probe(docker_client, spec, ProbeRequest(targets=targets))
     request = ProbeRequest(targets=targets, names=["example.com", "neo4j", "host.docker.internal", "pypi.org"],
                            socket_path=SOCKET_PATH, query=True)  # fmt: skip
-    return run_probe(docker_client, spec, request)
+    return run_probe(docker_client, spec, request, account=account)
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +137,10 @@ def test_the_sandbox_reaches_only_the_neo4j_port(
     assert control.breaches(), "an ordinary container is not a sandbox: the probe must say so"
 
     # The sandbox itself, started exactly as the pool starts it.
-    result = _probe(docker_client, sandbox_runner.sandbox_spec(), [*forbidden, (internal_gw, host_listener)], True)
+    account = credentials_line(settings.neo4j_user, settings.neo4j_password.get_secret_value())
+    result = _probe(
+        docker_client, sandbox_runner.sandbox_spec(), [*forbidden, (internal_gw, host_listener)], True, account
+    )
     assert result.answer == 42, f"the one allowed path (a query through the socket) must work: {result.query_error}"
     leaks = {target: verdict for target, verdict in result.tcp.items() if verdict == "connected"}
     assert not leaks, f"the sandbox reached: {leaks}"

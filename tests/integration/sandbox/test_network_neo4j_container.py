@@ -15,9 +15,10 @@ import pytest
 from gateway.config import load_settings
 from gateway.ops.egress import run_probe
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
+from gateway.runner.contract import credentials_line
 from sandbox.probe import ProbeRequest
 from sandbox.wire import SOCKET_PATH
-from tests.support.jobs import make_job
+from tests.support.jobs import PATIENT, make_job
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
 
@@ -37,7 +38,7 @@ def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_ima
                 sandbox_image=sandbox_image, pool_size=1,
             )  # fmt: skip
             settings = settings_for(gateway_settings, forwarder_network=network.name)
-            runner = SandboxRunner(settings)
+            runner = SandboxRunner(settings, PATIENT)
             try:
                 assert runner.wait_ready(60), runner.available()
                 result = runner.run(make_job("MATCH (n:Seed) RETURN count(n) AS c"))
@@ -48,7 +49,8 @@ def test_forwarder_on_the_neo4j_containers_network(sandbox_image: str, neo4j_ima
                 ]
                 request = ProbeRequest(targets=[(ip, 7474), (ip, 7687)], names=["neo4j"], socket_path=SOCKET_PATH,
                                        query=True)  # fmt: skip
-                probe = run_probe(docker_client, runner.sandbox_spec(), request)
+                account = credentials_line("neo4j", "container-pw")
+                probe = run_probe(docker_client, runner.sandbox_spec(), request, account=account)
                 assert probe.answer == 42, probe.query_error
                 assert all(v.startswith("blocked") for v in probe.tcp.values()), probe.tcp
                 assert probe.dns["neo4j"].startswith("failed"), probe.dns

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
 
 from gateway.runner import SandboxRunner, remove_leftovers
 from gateway.runner.docker_io import LABEL_RUNNER
+from sandbox.wire import to_json
 from tests.support.jobs import SettingsFactory, make_job
 from tests.support.waiting import wait_until
 
@@ -43,6 +45,8 @@ def test_sandbox_containers_are_hardened(sandbox_runner: SandboxRunner, docker_c
     host = container.attrs["HostConfig"]
     config = container.attrs["Config"]
     assert host["NetworkMode"] == "none"
+    # crun where the daemon has it (scripts/ensure-docker.sh registers it), else runc.
+    assert host["Runtime"] == sandbox_runner.runtime and sandbox_runner.runtime in ("crun", "runc")
     assert host["ReadonlyRootfs"] is True
     assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
     assert "no-new-privileges" in host["SecurityOpt"]
@@ -66,8 +70,23 @@ def test_sandbox_containers_are_hardened(sandbox_runner: SandboxRunner, docker_c
 def test_the_password_is_not_in_the_container_logs_or_result(sandbox_runner: SandboxRunner) -> None:
     password = sandbox_runner.settings.neo4j_password.get_secret_value()
     result = sandbox_runner.run(make_job("RETURN 'x' AS x"))
-    assert password not in result.model_dump_json()
+    assert password not in to_json(result)
     assert password not in repr(sandbox_runner.settings) and password not in str(sandbox_runner.settings)
+
+
+def test_no_container_configuration_holds_the_password(sandbox_runner: SandboxRunner, docker_client: Any) -> None:
+    """What anyone with access to the Docker daemon reads (``docker inspect``): no credential at all."""
+    password = sandbox_runner.settings.neo4j_password.get_secret_value()
+    assert sandbox_runner.run(make_job("RETURN 1 AS x")).ok, "the account reached the sandbox all the same"
+    assert sandbox_runner.wait_ready(60)
+    forwarder = sandbox_runner.forwarder_container_id()
+    assert forwarder is not None
+    inspected = [forwarder, *sandbox_runner.pool_container_ids()]
+    assert len(inspected) == 1 + sandbox_runner.settings.pool_size
+    for container_id in inspected:
+        config = json.dumps(docker_client.api.inspect_container(container_id))
+        assert password not in config, f"the password is in {container_id[:12]}'s configuration"
+        assert "PASSWORD" not in config
 
 
 def test_the_gateway_process_never_loads_the_driver(runner_settings: SettingsFactory) -> None:
@@ -81,6 +100,7 @@ from sandbox.wire import SandboxJob
 settings = RunnerSettings.model_validate_json({settings.model_dump_json()!r}).model_copy(
     update={{"neo4j_password": SecretStr({settings.neo4j_password.get_secret_value()!r})}})
 runner = SandboxRunner(settings)
+assert runner.wait_ready(60, count=1)
 result = runner.run(SandboxJob(query_id="q", cypher="RETURN 1 AS x", timeout_seconds=5.0, max_rows=10, max_bytes=10000))
 assert result.ok and result.rows == [[1]], result
 assert error_for(result) is None

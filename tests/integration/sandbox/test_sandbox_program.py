@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.runner.contract import credentials_line, job_line, parse_result
 from sandbox.bolt import BoltBackend
 from sandbox.config import SandboxConfig
 from sandbox.main import handle
 from sandbox.serialize import encode
-from sandbox.wire import SandboxResult
+from sandbox.wire import SandboxResult, to_json
 from tests.support.jobs import LIMITS, make_job
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
@@ -40,7 +41,7 @@ def backend(neo4j_connection: Neo4jConnection) -> Iterator[BoltBackend]:
 
 
 def run(backend: BoltBackend, cypher: str, **kw: Any) -> SandboxResult:
-    return handle(make_job(cypher, **kw).model_dump_json().encode(), backend)
+    return handle(to_json(make_job(cypher, **kw)).encode(), backend)
 
 
 def test_types_are_serialized_faithfully(backend: BoltBackend) -> None:
@@ -179,39 +180,69 @@ def test_notifications_are_returned(backend: BoltBackend) -> None:
     assert ("03N90", "Neo.ClientNotification.Statement.CartesianProduct", "PERFORMANCE") in identities
 
 
-def test_the_program_end_to_end_as_a_subprocess(bolt_env: dict[str, str]) -> None:
+def program(env: dict[str, str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    """The sandbox program as the container runs it, fed ``stdin`` (its account line first)."""
+    return subprocess.run(
+        [sys.executable, "-m", "sandbox.main"], input=stdin, capture_output=True, env=env, timeout=120
+    )
+
+
+def test_the_program_end_to_end_as_a_subprocess(bolt_env: dict[str, str], neo4j_connection: Neo4jConnection) -> None:
     job = make_job("UNWIND range(1, 3) AS i RETURN i")
-    proc = subprocess.run(
-        [sys.executable, "-m", "sandbox.main"], input=job.model_dump_json() + "\n",
-        capture_output=True, text=True, env=bolt_env, timeout=60,
-    )  # fmt: skip
+    # The account arrives on stdin: the environment holds no password at all.
+    assert neo4j_connection.password not in "".join(bolt_env.values())
+    proc = program(bolt_env, credentials_line(neo4j_connection.user, neo4j_connection.password) + job_line(job))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 1, "stdout must hold exactly one result line"
-    result = SandboxResult.model_validate_json(lines[0])
+    result = parse_result(lines[0])
     assert result.ok and result.rows == [[1], [2], [3]] and result.query_id == job.query_id
-    assert "sandbox: ready" in proc.stderr
-    assert bolt_env["CGW_NEO4J_PASSWORD"] not in proc.stderr + proc.stdout
+    assert proc.stderr.count(b"sandbox: ready") == 1
+    assert neo4j_connection.password.encode() not in proc.stderr + proc.stdout
 
 
-def test_neo4j_unreachable_is_unavailable(bolt_env: dict[str, str]) -> None:
+def test_each_job_of_a_reused_program_runs_in_its_own_process(
+    bolt_env: dict[str, str], neo4j_connection: Neo4jConnection
+) -> None:
+    jobs = [make_job("RETURN 1 AS x"), make_job("RETURN $x AS x", params={"x": 2}), make_job("RETURN 3 AS x")]
+    account = credentials_line(neo4j_connection.user, neo4j_connection.password)
+    env = {**bolt_env, "CGW_MAX_JOBS": "3"}
+    # Every job waits for the previous one's answer, as the runner does.
+    process = subprocess.Popen([sys.executable, "-m", "sandbox.main"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(account)
+        answers = []
+        for job in jobs:
+            process.stdin.write(job_line(job))
+            process.stdin.flush()
+            answers.append(parse_result(process.stdout.readline()))
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    assert [a.rows for a in answers] == [[[1]], [[2]], [[3]]]
+    assert [a.query_id for a in answers] == [j.query_id for j in jobs]
+    # One ready line per job process: each connected and authenticated on its own.
+    assert process.stderr is not None and process.stderr.read().count(b"sandbox: ready") == 3
+
+
+def test_neo4j_unreachable_is_unavailable(bolt_env: dict[str, str], neo4j_connection: Neo4jConnection) -> None:
     env = {**bolt_env, "CGW_NEO4J_URI": "bolt://127.0.0.1:1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sandbox.main"], input=make_job("RETURN 1").model_dump_json() + "\n",
-        capture_output=True, text=True, env=env, timeout=60,
-    )  # fmt: skip
-    result = SandboxResult.model_validate_json(proc.stdout.strip())
+    proc = program(env, credentials_line(neo4j_connection.user, "pw") + job_line(make_job("RETURN 1")))
+    result = parse_result(proc.stdout.strip())
     assert result.error is not None and result.error.code == "unavailable"
     assert not result.rows
 
 
-def test_password_is_scrubbed_from_the_environment(bolt_env: dict[str, str]) -> None:
-    code = (
-        "from sandbox.config import SandboxConfig; import os; SandboxConfig.from_env(); "
-        "print('CGW_NEO4J_PASSWORD' in os.environ)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=bolt_env, timeout=30)
-    assert proc.stdout.strip() == "False", proc.stderr
+def test_without_its_account_line_the_program_answers_misconfigured(bolt_env: dict[str, str]) -> None:
+    for stdin in (b"", b'{"user": "neo4j"}\n', b"not json\n"):
+        proc = program(bolt_env, stdin)
+        assert proc.returncode == 2, proc.stderr
+        result = parse_result(proc.stdout.strip())
+        assert result.error is not None and result.error.code == "internal"
+        assert "sandbox misconfigured" in result.error.message
 
 
 def test_explain_check_refuses_load_csv(backend: BoltBackend) -> None:

@@ -15,7 +15,7 @@ from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, remove_leftovers
 from gateway.service import Gateway
 from tests.support.graph import count_label, unique_label
-from tests.support.jobs import SettingsFactory, make_job
+from tests.support.jobs import PATIENT, SettingsFactory, make_job
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
 
@@ -29,7 +29,8 @@ def query_api_runner(
     runner = SandboxRunner(
         runner_settings(
             transport="query-api", query_api_scheme="http", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1
-        )
+        ),
+        PATIENT,
     )
     assert runner.wait_ready(60), runner.available()
     yield runner

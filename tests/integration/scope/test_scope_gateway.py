@@ -15,8 +15,10 @@ import pytest
 from gateway.compose import compose
 from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
+from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
+from tests.support.jobs import patient
 from tests.support.rows import leaked_secrets
 
 AGENT_A = Principal(name="agent-a", scope=frozenset({"project-a"}))
@@ -31,7 +33,7 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def runner(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[SandboxRunner]:
-    composed = compose(gateway_settings, audit=False)
+    composed = compose(gateway_settings, policy=patient(load_policy(gateway_settings.policy_file)), audit=False)
     assert composed.problems == [] and composed.runner is not None, composed.problems
     assert composed.runner.wait_ready(90), "the warm pool did not fill within 90 s"
     yield composed.runner

@@ -1,0 +1,246 @@
+"""Capacity against the real Docker daemon and the real Neo4j: what happens past it, and what
+sharing a container allows and never allows.
+
+No timing is asserted here (bench/sandbox.py measures rates and latencies): these tests
+show *which* answer comes — ``busy``, not a stall or an unsandboxed run; a principal's limit
+that does not hold back another principal; containers bound to one principal; a reused
+container emptied between two jobs; a forwarder that outlives many connections.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.audit import AuditLog
+from gateway.domain import Principal
+from gateway.errors import Busy
+from gateway.policy import SandboxPolicy, load_policy
+from gateway.runner import RunRecord, SandboxRunner
+from gateway.runner.docker_io import sandbox_spec
+from gateway.service import Gateway
+from sandbox.wire import SOCKET_PATH, SandboxJob, SandboxResult
+from tests.support.jobs import SettingsFactory, make_job
+from tests.support.waiting import returns_within, wait_until
+
+# A read Neo4j runs until the job's own timeout stops it: it holds its container meanwhile.
+SLOW = "UNWIND range(1, 100000000) AS a UNWIND range(1, 100000000) AS b RETURN count(*) AS c"
+ALICE = Principal(name="alice", scope=frozenset({"a"}))
+BOB = Principal(name="bob", scope=frozenset({"b"}))
+CAROL = Principal(name="carol")
+
+
+def start(made: list[SandboxRunner], settings: Any, policy: SandboxPolicy, ready: int) -> SandboxRunner:
+    runner = SandboxRunner(settings, policy)
+    made.append(runner)
+    assert runner.wait_ready(120, count=ready), runner.available()
+    return runner
+
+
+class Holding:
+    """A slow query of ``principal`` running in a thread, holding its container until its timeout."""
+
+    def __init__(self, runner: SandboxRunner, principal: Principal, timeout_seconds: float = 4.0) -> None:
+        self.job = make_job(SLOW, timeout_seconds=timeout_seconds)
+        self.result: SandboxResult | BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(runner, principal), daemon=True)
+        self.thread.start()
+        wait_until(lambda: self.job.query_id in {r.query_id for r in runner.records()}, timeout=60,
+                   what="the slow query holding its container")  # fmt: skip
+
+    def _run(self, runner: SandboxRunner, principal: Principal) -> None:
+        try:
+            self.result = runner.run(self.job, principal)
+        except BaseException as exc:
+            self.result = exc
+
+    def finished(self) -> SandboxResult | BaseException | None:
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "the slow query did not end"
+        return self.result
+
+
+def test_busy_when_every_container_is_taken_and_the_wait_ends(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], tmp_path: Path
+) -> None:
+    # One container in all: while it runs one query, nothing else can be started.
+    runner = start(cleanup, runner_settings(pool_size=1, max_containers=1), SandboxPolicy(busy_wait_ms=300), 1)
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    gateway = Gateway(load_policy(), runner, audit)
+    holding = Holding(runner, ALICE)
+    with pytest.raises(Busy) as busy:
+        returns_within(lambda: gateway.run("analyze", "RETURN 1 AS x", {}, BOB), timeout=60, what="a query at capacity")
+    assert busy.value.code == "busy" and busy.value.retry_after_ms >= 100
+    assert "nothing ran" in busy.value.message
+    # Counted in the audit log like every other answer.
+    (line,) = audit.read()
+    assert (line["principal"], line["decision"], line["error_code"]) == ("bob", "error", "busy")
+    # The slow query itself ran to its timeout, undisturbed.
+    finished = holding.finished()
+    assert isinstance(finished, SandboxResult) and finished.error is not None, finished
+    assert finished.error.code == "timeout"
+    # Capacity comes back: the same question is answered once a container is free again.
+    assert runner.wait_ready(120, count=1)
+    assert gateway.run("analyze", "RETURN 1 AS x", {}, BOB).rows == [[1]]
+
+
+def test_a_principal_over_its_limit_gets_busy_while_another_is_served(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
+) -> None:
+    policy = SandboxPolicy(max_concurrent_per_principal=1, busy_wait_ms=300)
+    runner = start(cleanup, runner_settings(pool_size=2, max_containers=4), policy, 2)
+    holding = Holding(runner, ALICE)
+    with pytest.raises(Busy) as busy:
+        runner.run(make_job("RETURN 1 AS x"), ALICE)
+    assert "1 queries of this principal are already running" in busy.value.message
+    served = runner.run(make_job("RETURN 2 AS x"), BOB)
+    assert served.ok and served.rows == [[2]], served
+    assert isinstance(holding.finished(), SandboxResult)
+    # The limit is per principal and per running query: once Alice's query ended, she is served.
+    assert runner.run(make_job("RETURN 3 AS x"), ALICE).rows == [[3]]
+
+
+def _by_container(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    grouped: dict[str, list[RunRecord]] = defaultdict(list)
+    for record in records:
+        grouped[record.container_id].append(record)
+    return grouped
+
+
+def test_no_container_ever_serves_two_principals(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
+) -> None:
+    policy = SandboxPolicy(max_queries_per_container=5, busy_wait_ms=10_000)
+    runner = start(cleanup, runner_settings(pool_size=2, max_containers=6), policy, 2)
+    truncating = make_job("UNWIND range(1, 1000) AS i RETURN i")
+    failing = make_job("RETURN 1 / 0 AS x")
+    plan: dict[Principal, list[SandboxJob]] = {
+        p: [make_job("RETURN $i AS i", params={"i": i}) for i in range(8)] for p in (ALICE, BOB, CAROL)
+    }
+    plan[ALICE].insert(4, truncating)
+    plan[BOB].insert(3, failing)
+    answers: dict[str, SandboxResult] = {}
+
+    def agent(principal: Principal) -> None:
+        for job in plan[principal]:
+            answers[job.query_id] = runner.run(job, principal)
+
+    threads = [threading.Thread(target=agent, args=(p,)) for p in plan]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert len(answers) == sum(len(jobs) for jobs in plan.values()), "every query was answered"
+    assert answers[truncating.query_id].truncated and answers[failing.query_id].error is not None
+
+    records = [r for r in runner.records() if r.query_id in answers]
+    grouped = _by_container(records)
+    for container, used in grouped.items():
+        assert len({r.principal for r in used}) == 1, f"container {container[:12]} served {used}"
+        assert len(used) <= policy.max_queries_per_container
+        assert [r.use for r in used] == list(range(1, len(used) + 1))
+    # Reuse did happen (the test could fail), and fewer containers than queries were needed.
+    assert max(len(used) for used in grouped.values()) > 1 and len(grouped) < len(records)
+    # A container that truncated or failed served nothing after that query.
+    for job in (truncating, failing):
+        (record,) = [r for r in records if r.query_id == job.query_id]
+        assert grouped[record.container_id][-1] == record, f"{job.cypher!r}'s container was used again"
+
+
+def _exec(container: Any, code: str, detach: bool = False) -> str:
+    result = container.exec_run(["python3", "-c", code], user="10001", detach=detach)
+    return "" if detach else str(result.output.decode())
+
+
+def test_a_reused_container_is_emptied_between_two_jobs(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
+) -> None:
+    policy = SandboxPolicy(max_queries_per_container=3, idle_container_seconds=600)
+    runner = start(cleanup, runner_settings(pool_size=1), policy, 1)
+    assert runner.run(make_job("RETURN 1 AS x"), ALICE).ok
+    first = runner.records()[-1].container_id
+    pool = runner._pool
+    assert pool is not None
+    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept for its principal")
+    container = docker_client.containers.get(first)
+    # What a compromised job could leave behind: a file in the scratch tmpfs and a running process.
+    _exec(container, "open('/tmp/left-behind', 'w').write('x')")
+    _exec(container, "import time; time.sleep(600)  # left-behind", detach=True)
+    listing = "import os; print(sorted(os.listdir('/tmp')))"
+    # (The marker is put together at run time, so the probe does not count its own command line.)
+    processes = (
+        "import os; marker = 'left' + '-behind'; "
+        "print(sum(marker in open(f'/proc/{p}/cmdline').read() for p in os.listdir('/proc') if p.isdigit()))"
+    )
+    wait_until(lambda: _exec(container, processes).strip() == "1", timeout=30, what="the left-behind process running")
+    assert _exec(container, listing).strip() == "['left-behind']"
+
+    assert runner.run(make_job("RETURN 2 AS x"), ALICE).rows == [[2]]
+    assert runner.records()[-1].container_id == first, "the second job ran in the same container"
+    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept again")
+    assert _exec(container, listing).strip() == "[]"
+    assert _exec(container, processes).strip() == "0"
+
+
+HOLD = r"""
+import socket, sys, time
+wanted, answered, held = int(sys.argv[1]), 0, []
+for _ in range(wanted):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    try:
+        s.connect(sys.argv[2])
+        s.sendall(bytes.fromhex("6060b017" + "00000005" + "00" * 12))  # Bolt magic, then version 5
+        answered += len(s.recv(4)) == 4
+        held.append(s)
+    except OSError:
+        pass
+print(answered, flush=True)
+time.sleep(2)
+"""
+
+
+def test_the_forwarder_outlives_many_connections(sandbox_runner: SandboxRunner, docker_client: Any) -> None:
+    # Each warm or running sandbox holds one connection; a fleet of them must not end the relay.
+    connections = 100
+    spec = sandbox_spec(
+        sandbox_runner.settings, f"cgw-sock-{sandbox_runner.runner_id}", sandbox_runner.runner_id,
+        runtime=str(sandbox_runner.runtime), max_jobs=1,
+    )  # fmt: skip
+    spec.update(entrypoint=["python3", "-c", HOLD, str(connections), SOCKET_PATH], stdin_open=False, detach=True,
+                log_config={"Type": "json-file", "Config": {}})  # fmt: skip
+    holder = docker_client.containers.run(**spec)
+    try:
+        assert holder.wait(timeout=120)["StatusCode"] == 0, holder.logs()
+        answered = int(holder.logs(stdout=True, stderr=False).decode().split()[-1])
+    finally:
+        holder.remove(force=True)
+    forwarder = docker_client.containers.get(sandbox_runner.forwarder_container_id())
+    assert forwarder.status == "running" and sandbox_runner.forwarder_restarts == 0
+    assert answered == connections, f"{answered} of {connections} connections got a Bolt version"
+    assert sandbox_runner.run(make_job("RETURN 'still here' AS x")).rows == [["still here"]]
+
+
+def test_cancel_kills_the_container_running_the_query(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
+) -> None:
+    runner = start(cleanup, runner_settings(pool_size=1), SandboxPolicy(), 1)
+    assert runner.cancel("no-such-query") is False
+    holding = Holding(runner, ALICE, timeout_seconds=30.0)
+    (record,) = [r for r in runner.records() if r.query_id == holding.job.query_id]
+    assert runner.cancel(holding.job.query_id) is True
+    finished = holding.finished()
+    assert isinstance(finished, SandboxResult) and finished.error is not None, finished
+    assert (finished.error.code, finished.error.message) == (
+        "sandbox_failed", "the query was cancelled and its sandbox killed",
+    )  # fmt: skip
+
+    def removed() -> bool:
+        # The low-level list inspects nothing, so other suites' containers coming and going cannot break it.
+        return record.container_id not in {c["Id"] for c in docker_client.api.containers(all=True)}
+
+    wait_until(removed, timeout=60, what="the cancelled query's container removed")
