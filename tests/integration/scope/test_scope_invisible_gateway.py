@@ -54,7 +54,8 @@ def _direct(driver: Any, cypher: str) -> tuple[list[str], list[str]] | Neo4jErro
         records, _, keys = driver.execute_query(cypher, routing_="r")
     except Neo4jError as exc:
         return exc
-    return list(keys), sorted(json.dumps([to_json(v) for v in record.values()], sort_keys=True) for record in records)
+    rows = [[to_json(v) for v in record.values()] for record in records]
+    return list(keys), sorted(json.dumps(_without_ids(row), sort_keys=True) for row in rows)
 
 
 def _through(gateway: Gateway, cypher: str) -> tuple[list[str], list[str]] | Neo4jRefused:
@@ -63,7 +64,20 @@ def _through(gateway: Gateway, cypher: str) -> tuple[list[str], list[str]] | Neo
     except Neo4jRefused as exc:
         return exc
     assert result.degraded == [], result.degraded
-    return result.columns, sorted(json.dumps(row, sort_keys=True) for row in result.rows)
+    return result.columns, sorted(json.dumps(_without_ids(row), sort_keys=True) for row in result.rows)
+
+
+_ID_KEYS = frozenset({"elementId", "startElementId", "endElementId"})
+
+
+def _without_ids(value: Any) -> Any:
+    # The gateway answers with answer-local element tokens, Neo4j with its own ids; every
+    # element of this graph carries a unique `id` property, which is compared instead.
+    if isinstance(value, list):
+        return [_without_ids(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_ids(item) for key, item in value.items() if key not in _ID_KEYS}
+    return value
 
 
 ANSWERED = [
