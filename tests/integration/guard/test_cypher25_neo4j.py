@@ -25,6 +25,7 @@ from gateway.policy import load_policy
 from gateway.service import Gateway
 from tests.integration.guard.test_guard_neo4j import _BITS
 from tests.support.corpus import load_corpus
+from tests.support.jobs import patient
 
 pytestmark = pytest.mark.requires_2026
 
@@ -100,7 +101,7 @@ TWO_READINGS = "WITH 1 AS is RETURN CASE 'a' WHEN is :: STRING THEN 1 ELSE 0 END
 
 @pytest.fixture(scope="module")
 def gateway_pair(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[tuple[Gateway, Gateway]]:
-    composed = compose(gateway_settings, audit=False)
+    composed = compose(gateway_settings, policy=patient(load_policy(gateway_settings.policy_file)), audit=False)
     assert composed.problems == [] and composed.runner is not None, composed.problems
     assert composed.runner.wait_ready(90), "the warm pool did not fill within 90 s"
     five = composed.gateway
