@@ -7,6 +7,10 @@ wrapper and the pattern-predicate wrapper at the same place), so each records
 the span of the node it wraps: at one offset, closers come before openers,
 openers of outer nodes before inner ones, and closers of inner nodes before
 outer ones.
+
+An insertion never fuses with its neighbours into one token: where its first or
+last character and the agent's adjacent character are both word characters
+(``… AND-1 < n.x`` gets ``CASE WHEN`` right after ``AND``), a space separates them.
 """
 
 from __future__ import annotations
@@ -53,4 +57,20 @@ class Edits:
         merged: dict[int, list[str]] = {}
         for item in sorted(self._inserts, key=Insert.key):
             merged.setdefault(item.offset, []).append(item.text)
-        return parsed.rewrite([(offset, offset, "".join(texts)) for offset, texts in merged.items()])
+        text = parsed.text
+        return parsed.rewrite([(at, at, _separated(text, at, "".join(texts))) for at, texts in merged.items()])
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _separated(text: str, at: int, insert: str) -> str:
+    """``insert`` with a space at either end where it would otherwise run into the agent's text."""
+    if not insert:
+        return insert
+    if at > 0 and _word(text[at - 1]) and _word(insert[0]):
+        insert = " " + insert
+    if at < len(text) and _word(text[at]) and _word(insert[-1]):
+        insert += " "
+    return insert

@@ -160,7 +160,7 @@ def test_a_condition_that_cannot_raise_stays_as_written() -> None:
         "date(b.text) IS NOT NULL",  # a failed conversion
         "b.flag",  # not a boolean: raises
         "b.n IN b.m",  # `x IN 5` raises
-        "b.text =~ a.text",  # an invalid regex
+        "b.text =~ $re",  # an invalid regex (a parameter: the guard refuses one read from the data)
         "all(n IN nodes(p) WHERE 1 / n.x > 0)",
     ],
 )
@@ -168,6 +168,19 @@ def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str
     out = rewritten(f"MATCH p = (a)-->(x)-->(b) WHERE a.id = 'x' AND {condition} RETURN b")
     assert "a.id = 'x' AND CASE WHEN (all(__gw_x IN nodes(p) WHERE" in out
     assert f"THEN ({condition}) ELSE false END" in out
+
+
+@pytest.mark.parametrize(
+    "cypher",
+    [
+        "MATCH (n) WHERE n.a = 1 AND-1 < 1 / n.x RETURN n",  # CASE WHEN right after AND
+        "MATCH (n) WHERE n.a = 1 AND 1 / n.x = toInteger('1')AND true RETURN n",  # END right before AND
+    ],
+)
+def test_inserted_text_never_runs_into_the_agents_words(cypher: str) -> None:
+    out = rewritten(cypher)
+    assert not re.search(r"ANDCASE|ENDAND", out), out
+    assert guard.check(out, {}, "analyze", POLICY).rule != "parse.failed", out
 
 
 def test_only_the_conjuncts_that_could_raise_are_guarded_and_parentheses_stay_balanced() -> None:
