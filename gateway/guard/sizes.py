@@ -65,6 +65,11 @@ from gateway.guard.bounds import (
 from gateway.policy import Limits
 
 _QUANTITY = {"length": "length", "elements": "element count", "chars": "characters"}
+# A list or map held in a list or map costs this many elements besides its entries: its own
+# memory (an empty map or list holds about as much as eight integers). Per element of a data-sized
+# list that is more than limits.max_data_factor allows: build such values with collect(), which
+# Neo4j's memory limit sees.
+CONTAINER = Bound.of(8)
 # Reduces analysed inside each other's step: deeper nesting is refused rather than bounded.
 MAX_REDUCE_DEPTH = 4
 # Exact strings longer than this are only measured, not kept (a replace() search string is short).
@@ -183,13 +188,19 @@ class _Analysis:
                 f"the size check cannot bound {type(node).__name__} {self.text(node)!r}; it is refused until it can",
             )
 
-    def check_value(self, node: ast.Node, shape: Shape) -> None:
-        """A value an expression builds: its elements and characters are bounded."""
+    def check_value(self, node: ast.Node, shape: Shape, *, tracked: bool = False) -> None:
+        """A value an expression builds: its elements and characters are bounded.
+
+        ``tracked``: an aggregation Neo4j's memory limit sees (``collect()``); per row it may hold
+        up to ``max_data_chars`` elements instead of ``max_data_factor``.
+        """
         what = f"{self.text(node)!r}"
         limits = self.limits
+        per_row = (limits.max_data_chars, "limits.max_data_chars") if tracked else None
         self.limit(
-            catalogue.SIZE_ELEMENTS, shape.elements, limits.max_list_elements, f"{what} builds a value whose size"
-        )
+            catalogue.SIZE_ELEMENTS, shape.elements, limits.max_list_elements, f"{what} builds a value whose size",
+            per_row,
+        )  # fmt: skip
         self.limit(
             catalogue.SIZE_STRING, shape.chars, limits.max_string_chars, f"{what} builds strings whose length",
             (limits.max_data_chars, "limits.max_data_chars"),
@@ -254,6 +265,8 @@ class _Analysis:
                 out[item.alias.name] = shape
             elif isinstance(item.expression, ast.Variable):
                 out[item.expression.name] = shape
+            else:  # a column named by its text (RETURN in a subquery; WITH refuses it in Neo4j)
+                out[self.parsed.source(item.expression)] = shape
         scope = {**env, **out}
         for sort in projection.order_by:
             self.root(sort.expression, scope)
@@ -396,7 +409,7 @@ class _Analysis:
         if body is None:
             return cost, None
         absorb = own(body.reads, var) or (stored_trip and body.reads is not None)
-        elements = trip * (body.elements.at_unit_data() if absorb else body.elements)
+        elements = trip * (_as_element(body).at_unit_data() if absorb else _as_element(body))
         chars = trip * (body.chars.at_unit_data() if absorb else body.chars)
         built = Shape("list", length=trip, elements=elements, chars=chars, item=body,
                       reads=union(source.reads, _without(body.reads, var)))  # fmt: skip
@@ -598,7 +611,7 @@ class _Analysis:
         elements, chars = ZERO, ZERO
         for shape in shapes:
             item = shape if item is None else join(item, shape)
-            elements = elements + shape.elements
+            elements = elements + _as_element(shape)
             chars = chars + shape.chars
         out = Shape(
             "list", length=Bound.of(len(shapes)), elements=elements, chars=chars, item=item or NULL,
@@ -755,7 +768,7 @@ class _Analysis:
             position = _REGEX_ARGUMENT[name]
             cost = cost + self.regex(node, args[0], args[position], node.args[position])
         if out.kind in ("list", "string", "map", "any") and name not in _PASS_THROUGH:
-            self.check_value(node, out)
+            self.check_value(node, out, tracked=name == "collect")
         return out, cost + Cost(steps, union(*(a.reads for a in args)))
 
     # range() is the one builder whose size comes from integer arguments.
@@ -833,10 +846,15 @@ def _map_of(values: list[Shape]) -> Shape:
     elements, chars = ZERO, ZERO
     for shape in values:
         item = shape if item is None else join(item, shape)
-        elements = elements + shape.elements.join(ONE)
+        elements = elements + (ONE if shape.elements.is_zero() else _as_element(shape))
         chars = chars + shape.chars
     return Shape("map", length=Bound.of(len(values)), elements=elements, chars=chars, item=item,
                  reads=union(*(s.reads for s in values)))  # fmt: skip
+
+
+def _as_element(shape: Shape) -> Bound:
+    """What ``shape`` costs as an element of a list or map: a list or map carries its own weight."""
+    return shape.elements + CONTAINER if shape.kind in ("list", "map") else shape.elements
 
 
 def _read(subject: Shape) -> Shape:
@@ -1080,7 +1098,7 @@ def _collect(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> 
     item = _arg(args, 0)
     absorb = item.reads is not None
     return Shape(
-        "list", length=DATA, elements=DATA * (item.elements.at_unit_data() if absorb else item.elements),
+        "list", length=DATA, elements=DATA * (_as_element(item).at_unit_data() if absorb else _as_element(item)),
         chars=DATA * (item.chars.at_unit_data() if absorb else item.chars), item=item, reads=None,
     ), ZERO  # fmt: skip
 
