@@ -126,8 +126,9 @@ SIZE_ITERATIONS = Rule(
 SIZE_ELEMENTS = Rule(
     "size.elements",
     "A value built by an expression holds at most limits.max_list_elements elements (nested lists and maps "
-    "flattened, shared references counted each time), at most limits.max_data_factor per element of a "
-    "data-sized list.",
+    "flattened, each list or map counting 8 besides its entries, shared references counted each time), at most "
+    "limits.max_data_factor per element of a data-sized list (limits.max_data_chars inside collect(), which "
+    "Neo4j's memory limit sees).",
     "guard",
 )
 SIZE_STRING = Rule(
