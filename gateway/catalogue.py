@@ -117,6 +117,51 @@ PATTERN_TOO_MANY_HOPS = Rule(
     "pattern.too_many_hops", "A variable-length pattern may traverse at most limits.max_hops relationships.", "guard"
 )
 
+# --- the static guard: what one evaluation of an expression may build and iterate (gateway.guard.sizes)
+# Neo4j interrupts neither an expression at its transaction timeout nor its memory tracker sees what
+# an expression builds, so these are bounded before the query runs. "Data-sized": as long as a stored
+# list, a collect() or a pattern comprehension; per element of it, limits.max_data_factor.
+SIZE_RANGE = Rule(
+    "size.range",
+    "range() produces at most limits.max_range_length elements, with bounds known before the query runs "
+    "(literals, parameters, arithmetic on them, size() of a list); bounds read from the data are refused.",
+    "guard",
+)
+SIZE_ITERATIONS = Rule(
+    "size.iterations",
+    "One evaluation of an expression iterates at most limits.max_iterations times (comprehensions, reduce, "
+    "quantifiers and IN, multiplied along their nesting), at most limits.max_data_factor times per element of a "
+    "data-sized list, and never a data-sized list inside an iteration over another.",
+    "guard",
+)
+SIZE_ELEMENTS = Rule(
+    "size.elements",
+    "A value built by an expression holds at most limits.max_list_elements elements (nested lists and maps "
+    "flattened, each list or map counting 8 besides its entries, shared references counted each time), at most "
+    "limits.max_data_factor per element of a data-sized list (limits.max_data_chars inside collect(), which "
+    "Neo4j's memory limit sees).",
+    "guard",
+)
+SIZE_STRING = Rule(
+    "size.string",
+    "Strings built by an expression (concatenation, replace(), reduce) hold at most limits.max_string_chars "
+    "characters, at most limits.max_data_chars per element of a data-sized list.",
+    "guard",
+)
+SIZE_ACCUMULATOR = Rule(
+    "size.accumulator",
+    "A reduce() whose accumulator grows at every step runs at most limits.max_accumulator_iterations steps and "
+    "never over a data-sized list built by the query; one that doubles its accumulator is refused.",
+    "guard",
+)
+REGEX_BACKTRACKING = Rule(
+    "regex.backtracking",
+    "A regular expression must be known before the query runs (a literal or parameter), with no repeated group "
+    "that itself repeats or alternates and no back-reference, and at most limits.max_iterations backtracking "
+    "steps over its subject.",
+    "guard",
+)
+
 # --- the scope rewrite -----------------------------------------------------------------------
 SCOPE_UNSUPPORTED = Rule(
     "scope.unsupported",
@@ -168,6 +213,12 @@ CATALOGUE: tuple[Rule, ...] = (
     RELATIONSHIP_DENIED,
     PATTERN_UNBOUNDED,
     PATTERN_TOO_MANY_HOPS,
+    SIZE_RANGE,
+    SIZE_ITERATIONS,
+    SIZE_ELEMENTS,
+    SIZE_STRING,
+    SIZE_ACCUMULATOR,
+    REGEX_BACKTRACKING,
     SCOPE_UNSUPPORTED,
     SCOPE_ELEMENT_ID,
     SCOPE_TOO_LARGE,

@@ -62,6 +62,15 @@ class Limits(_Strict):
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     max_rows: Annotated[int, Field(gt=0)] = 100
     max_bytes: Annotated[int, Field(gt=0)] = 512_000
+    # What one evaluation of an expression may build and iterate (gateway.guard.sizes): Neo4j
+    # stops neither at its timeout, and its memory limit does not see what expressions build.
+    max_range_length: Annotated[int, Field(gt=0)] = 1_000_000
+    max_iterations: Annotated[int, Field(gt=0)] = 10_000_000
+    max_list_elements: Annotated[int, Field(gt=0)] = 1_000_000
+    max_string_chars: Annotated[int, Field(gt=0)] = 10_000_000
+    max_accumulator_iterations: Annotated[int, Field(gt=0)] = 10_000
+    max_data_factor: Annotated[int, Field(ge=1)] = 4
+    max_data_chars: Annotated[int, Field(ge=1)] = 256
 
 
 class ToolPolicy(_Strict):

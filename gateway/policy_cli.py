@@ -20,7 +20,7 @@ from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.errors import SetupError
-from gateway.policy import TOOL_NAMES, Policy, PolicyError, load_policy
+from gateway.policy import TOOL_NAMES, Limits, Policy, PolicyError, load_policy
 
 EXIT_ALLOWED = 0
 EXIT_INVALID_POLICY = 1  # `policy lint` found problems
@@ -164,16 +164,7 @@ def render_policy(policy: Policy) -> str:
     row("required parameters", lambda t: t.required_parameters)
     row("denied labels", lambda t: t.denied_labels)
     row("denied relationship types", lambda t: t.denied_relationship_types)
-    for field in (
-        "max_query_chars",
-        "max_rewritten_chars",
-        "max_nesting_depth",
-        "allow_unbounded_var_length",
-        "max_hops",
-        "timeout_seconds",
-        "max_rows",
-        "max_bytes",
-    ):
+    for field in Limits.model_fields:
         row(f"limits.{field}", lambda t, f=field: getattr(t.limits, f))
 
     width0 = max(len(r[0]) for r in rows)

@@ -1,9 +1,19 @@
-"""The Bolt transport: the ``neo4j`` driver, READ sessions, EXPLAIN first, bounded streaming."""
+"""The Bolt transport: the ``neo4j`` driver, READ sessions, EXPLAIN first, bounded streaming.
+
+Each job runs in one explicit READ transaction with the policy's timeout and metadata naming
+the job (``cgw_query_id``). At the policy deadline the sandbox itself, on a second connection,
+finds that transaction by its metadata and terminates it: Neo4j's own timeout lands only at its
+next monitor check (2 s by default), and closing the connection does not stop it. One second
+later it looks again; a transaction still listed is expression work Neo4j cannot interrupt, and
+the answer says so. Only this code runs those two commands, with the job's own id; agent queries
+can do neither (the guard and the EXPLAIN check refuse SHOW and TERMINATE).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import threading
 import time
 import warnings
 from typing import Any
@@ -24,6 +34,86 @@ from sandbox.shim import Shim
 from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
 
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
+# The metadata key that names a job's transaction, and the two commands the deadline runs.
+QUERY_ID_KEY = "cgw_query_id"
+_FIND_OWN = (
+    f"SHOW TRANSACTIONS YIELD transactionId, metaData WHERE metaData.{QUERY_ID_KEY} = $query_id RETURN transactionId"
+)
+_TERMINATE = "TERMINATE TRANSACTIONS $ids"
+# How long after terminating the deadline looks again, and how long Neo4j may take over each
+# command (a loaded server answers SHOW TRANSACTIONS in seconds; the runner's wall clock, which
+# closes the connection, is the backstop).
+SETTLE_SECONDS = 1.0
+LOOK_TIMEOUT_SECONDS = 2.0
+
+
+class Deadline:
+    """Terminates one job's transaction when its time is up (started with the transaction).
+
+    Its transaction id is looked up right away, off the critical path, so that at the deadline
+    one round trip (TERMINATE) is all that stands between the timeout and Neo4j stopping.
+    """
+
+    def __init__(self, driver: Any, database: str | None, query_id: str, seconds: float) -> None:
+        self._driver = driver
+        self._database = database
+        self._query_id = query_id
+        self._seconds = seconds
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="deadline", daemon=True)
+        self.fired_at: float | None = None
+        self.error: str | None = None
+
+    def start(self) -> None:
+        self._due = time.monotonic() + self._seconds
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self._done.set()
+
+    def _run(self, text: str, params: dict[str, Any]) -> list[Any]:
+        records, _, _ = self._driver.execute_query(
+            neo4j.Query(text, timeout=LOOK_TIMEOUT_SECONDS), params,
+            database_=self._database, routing_=neo4j.RoutingControl.READ,
+        )  # fmt: skip
+        return list(records)
+
+    def own_transactions(self) -> list[str]:
+        return [r["transactionId"] for r in self._run(_FIND_OWN, {"query_id": self._query_id})]
+
+    def _watch(self) -> None:
+        ids: list[str] = []
+        try:
+            while not ids and not self._done.wait(0.05) and time.monotonic() < self._due:
+                ids = self.own_transactions()
+        except Exception:
+            ids = []  # looked up again at the deadline
+        if self._done.wait(max(0.0, self._due - time.monotonic())):
+            return
+        self.fired_at = time.monotonic()
+        try:
+            ids = ids or self.own_transactions()
+            if ids:
+                self._run(_TERMINATE, {"ids": ids})
+        except Exception as exc:  # the answer says so; the runner's wall clock still closes the connection
+            self.error = f"{type(exc).__name__}: {getattr(exc, 'code', None) or str(exc)[:200]}"
+
+    def outcome(self) -> str:
+        """What happened after the deadline, for the timeout's message ('' when it did not fire)."""
+        if self.fired_at is None:
+            return ""
+        self._thread.join(LOOK_TIMEOUT_SECONDS)
+        if self.error is not None:
+            return f" (terminating it failed: {self.error})"
+        late = time.monotonic() - self.fired_at
+        if late > SETTLE_SECONDS:
+            return f"; Neo4j went on with it for {late:.1f} s after that (work it cannot interrupt)"
+        time.sleep(max(0.0, SETTLE_SECONDS - late))
+        try:
+            still = bool(self.own_transactions())
+        except Exception:
+            still = False
+        return f"; Neo4j still runs it {SETTLE_SECONDS:g} s later (work it cannot interrupt)" if still else ""
 
 
 # GQL statuses the driver makes up for a server that sends only Neo4j codes (older than 5.23).
@@ -88,6 +178,14 @@ def classify(exc: BaseException) -> SandboxError:
     return SandboxError(code="internal", message=f"{type(exc).__name__}: {exc}")
 
 
+def _past_deadline(exc: BaseException, deadline: Deadline, job: SandboxJob) -> SandboxError:
+    """The error for a job that failed; once the deadline has fired it is a timeout, whatever Neo4j said."""
+    if deadline.fired_at is None:
+        return classify(exc)
+    message = f"the query ran past its {job.timeout_seconds:g} s timeout and its transaction was terminated"
+    return SandboxError(code="timeout", message=message + deadline.outcome(), neo4j_code=getattr(exc, "code", None))
+
+
 class BoltBackend:
     """One driver, connected and authenticated before any job arrives (the warm-pool contract)."""
 
@@ -129,9 +227,9 @@ class BoltBackend:
         started = time.perf_counter()
         collector = RowCollector(job.max_rows, job.max_bytes)
         meta: dict[str, Any] = {}
+        database = job.database or self.config.database
 
-        @neo4j.unit_of_work(timeout=job.timeout_seconds)
-        def work(tx: neo4j.ManagedTransaction) -> None:
+        def work(tx: neo4j.Transaction) -> None:
             if job.original_cypher is not None:
                 try:
                     tx.run("EXPLAIN " + job.original_cypher, job.params).consume()
@@ -152,16 +250,22 @@ class BoltBackend:
             meta["query_type"] = summary.query_type
             meta["notifications"] = notifications_of(summary)
 
+        deadline = Deadline(self.driver, database, job.query_id, job.timeout_seconds)
         try:
-            with self.driver.session(
-                database=job.database or self.config.database,
-                default_access_mode=neo4j.READ_ACCESS,
-                fetch_size=self.config.fetch_size,
-            ) as session:
-                session.execute_read(work)
+            # One explicit transaction, never execute_read: its retry loop could run a query twice.
+            with (
+                self.driver.session(
+                    database=database, default_access_mode=neo4j.READ_ACCESS, fetch_size=self.config.fetch_size
+                ) as session,
+                session.begin_transaction(timeout=job.timeout_seconds, metadata={QUERY_ID_KEY: job.query_id}) as tx,
+            ):
+                deadline.start()
+                work(tx)
+                deadline.cancel()
         except Exception as exc:
+            deadline.cancel()
             return SandboxResult(
-                query_id=job.query_id, ok=False, error=classify(exc),
+                query_id=job.query_id, ok=False, error=_past_deadline(exc, deadline, job),
                 duration_ms=(time.perf_counter() - started) * 1000,
             )  # fmt: skip
         return SandboxResult(

@@ -14,11 +14,13 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cached_property
 from typing import Any
 
 from gateway import catalogue
 from gateway.cypher import ParsedQuery, ast
 from gateway.guard.facts import Facts
+from gateway.guard.sizes import SizeReport, measure
 from gateway.policy import Policy, ToolName, ToolPolicy
 
 
@@ -30,6 +32,11 @@ class Context:
     tool: ToolName
     tool_policy: ToolPolicy
     policy: Policy
+
+    @cached_property
+    def sizes(self) -> SizeReport:
+        """The size check's objections, computed once, when the first size rule asks."""
+        return measure(self.parsed, self.params, self.tool_policy.limits)
 
 
 @dataclass(frozen=True)
@@ -242,6 +249,13 @@ def _hops(ctx: Context) -> str | None:
     return None
 
 
+def _size(entry: catalogue.Rule) -> Callable[[Context], str | None]:
+    def check(ctx: Context) -> str | None:
+        return ctx.sizes.first(entry)
+
+    return check
+
+
 RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.INPUT_TOO_LARGE, None),
     GuardRule(catalogue.INPUT_TOO_DEEP, None),
@@ -266,6 +280,12 @@ RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.RELATIONSHIP_DENIED, _rel_types),
     GuardRule(catalogue.PATTERN_UNBOUNDED, _unbounded),
     GuardRule(catalogue.PATTERN_TOO_MANY_HOPS, _hops),
+    GuardRule(catalogue.SIZE_RANGE, _size(catalogue.SIZE_RANGE)),
+    GuardRule(catalogue.SIZE_ITERATIONS, _size(catalogue.SIZE_ITERATIONS)),
+    GuardRule(catalogue.SIZE_ELEMENTS, _size(catalogue.SIZE_ELEMENTS)),
+    GuardRule(catalogue.SIZE_STRING, _size(catalogue.SIZE_STRING)),
+    GuardRule(catalogue.SIZE_ACCUMULATOR, _size(catalogue.SIZE_ACCUMULATOR)),
+    GuardRule(catalogue.REGEX_BACKTRACKING, _size(catalogue.REGEX_BACKTRACKING)),
 )
 
 RULE_IDS: frozenset[str] = frozenset(r.id for r in RULES)

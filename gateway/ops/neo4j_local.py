@@ -354,11 +354,19 @@ def render_conf(*, listen: str, bolt: int, http: int | None, line: ServerLine | 
         "server.memory.heap.initial_size=512m",
         "server.memory.heap.max_size=1g",
         "server.memory.pagecache.size=256m",
-        # A server-side ceiling; the sandbox sets the policy's (shorter) timeout per transaction.
+        # A default for transactions that set none, not a ceiling: a client's own timeout wins,
+        # longer or shorter. The sandbox sets the policy's timeout on every transaction.
         "db.transaction.timeout=60s",
-        # The default is unlimited: one query could exhaust the heap.
-        "db.memory.transaction.max=256m",
-        "dbms.memory.transaction.total.max=512m",
+        # How often Neo4j looks for transactions past their timeout (default 2s): a timeout lands
+        # at most this late. Operator work then stops within ~0.25 s of the policy timeout.
+        "db.transaction.monitor.check.interval=200ms",
+        # The default is unlimited: collect(), DISTINCT and ORDER BY of 1e8 rows filled a 1 GB heap
+        # in 4 s. These see operator state only (and undercount it: 87 MB tracked for 148 MB live).
+        # What expressions build, the guard bounds per element of such a list (max_data_factor),
+        # so the list itself must leave room: 256m admitted a collect() of 9e6 integers, and one
+        # string per element of it stalled other queries for 4 s; 128m stops that collect().
+        "db.memory.transaction.max=128m",
+        "dbms.memory.transaction.total.max=384m",
         "dbms.security.allow_csv_import_from_file_urls=false",
         "dbms.usage_report.enabled=false",
         "server.logs.gc.enabled=false",

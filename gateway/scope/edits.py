@@ -9,6 +9,10 @@ wrapper and the pattern-predicate wrapper at the same place), so each records
 the span of the node it wraps: at one offset, closers come before openers,
 openers of outer nodes before inner ones, and closers of inner nodes before
 outer ones.
+
+An insertion never fuses with its neighbours into one token: where its first or
+last character and the agent's adjacent character are both word characters
+(``… AND-1 < n.x`` gets ``CASE WHEN`` right after ``AND``), a space separates them.
 """
 
 from __future__ import annotations
@@ -66,9 +70,11 @@ class Edits:
         merged: dict[int, list[str]] = {}
         for item in sorted(self._inserts, key=Insert.key):
             merged.setdefault(item.offset, []).append(item.text)
+        text = parsed.text
         # An insertion at a replaced token's start sorts before it, one at its end after it.
-        spans = [(offset, offset, "".join(texts)) for offset, texts in merged.items()]
-        return parsed.rewrite(spans + self._replacements)
+        spans = [(at, at, _separated(text, at, at, "".join(texts))) for at, texts in merged.items()]
+        replaced = [(start, end, _separated(text, start, end, new)) for start, end, new in self._replacements]
+        return parsed.rewrite(spans + replaced)
 
 
 def token_at(parsed: ParsedQuery, offset: int, value: str) -> int:
@@ -79,3 +85,18 @@ def token_at(parsed: ParsedQuery, offset: int, value: str) -> int:
         if token.value == value:
             return token.start
     raise ValueError(f"no {value!r} after offset {offset}")  # pragma: no cover - the parser saw it
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _separated(text: str, start: int, end: int, insert: str) -> str:
+    """``insert`` (for ``text[start:end]``) with a space at either end where it would run into the agent's text."""
+    if not insert:
+        return insert
+    if start > 0 and _word(text[start - 1]) and _word(insert[0]):
+        insert = " " + insert
+    if end < len(text) and _word(text[end]) and _word(insert[-1]):
+        insert += " "
+    return insert

@@ -859,6 +859,105 @@ for q, tags in reads:
             tags=tags,
             note="labels, types and keys only hidden elements carry would be listed; the schema tool answers scoped",
         )
+# what one evaluation of an expression may build and iterate: Neo4j stops neither at its timeout
+X = "EXHAUSTION"
+refused: list[tuple[str, str, list[str], dict[str, Any]]] = [
+    ("RETURN size([x IN range(1, 60000000) | x]) AS v", "size.range", ["range", "heap"], {}),
+    ("RETURN size([x IN range(1, $n) | x]) AS v", "size.range", ["range", "parameter"], {"n": 60_000_000}),
+    ("RETURN reduce(s = 0, x IN range(1, 1000000000) | s + x) AS v", "size.range", ["range", "cpu"], {}),
+    ("UNWIND range(1, toInteger($n) * 10) AS x RETURN count(x)", "size.range", ["range", "arithmetic"], {"n": 1e6}),
+    ("MATCH (n) RETURN range(1, n.count) AS v", "size.range", ["range", "data-bound"], {}),
+    (
+        "RETURN size([x IN range(1, 10000) | [y IN range(1, 10000) | y]]) AS v",
+        "size.iterations",
+        ["nested-comprehension"],
+        {},
+    ),
+    (
+        "MATCH (n) WITH collect(n.i) AS l RETURN reduce(s = 0, a IN l | s + reduce(t = 0, b IN l | t + 1)) AS v",
+        "size.iterations",
+        ["data-squared", "reduce"],
+        {},
+    ),
+    (
+        "MATCH (n) WITH collect(n.x) AS l RETURN [x IN l WHERE x IN l] AS v",
+        "size.iterations",
+        ["data-squared", "in"],
+        {},
+    ),
+    ("RETURN size([x IN range(1, 1000000) | {a: x, b: toString(x)}]) AS v", "size.elements", ["maps", "heap"], {}),
+    (
+        "WITH range(1, 1000) AS a WITH [x IN range(1, 1000) | a] AS b RETURN [y IN range(1, 1000) | b] AS v",
+        "size.elements",
+        ["shared-reference", "serialisation"],
+        {},
+    ),
+    ("MATCH (n) WITH collect(n.name) AS l RETURN [x IN l | l] AS v", "size.elements", ["data-squared"], {}),
+    (
+        "MATCH (n) WITH collect(n) AS ns RETURN [x IN ns | {id: x.id, title: x.title}] AS v",
+        "size.elements",
+        ["maps-per-data-element"],
+        {},
+    ),
+    (
+        "UNWIND range(1, 1000) AS i WITH collect(range(1, 1000000)) AS l RETURN l",
+        "size.elements",
+        ["collect", "lazy-range"],
+        {},
+    ),
+    ("RETURN size(" + "replace(" * 8 + "'a'" + ", 'a', 'aaaaaaaaaa')" * 8 + ") AS v", "size.string", ["replace"], {}),
+    (
+        "WITH 'xxxxxxxxxx' AS s " + "WITH s + s AS s " * 21 + "RETURN size(s) AS v",
+        "size.string",
+        ["doubling", "with-chain"],
+        {},
+    ),
+    (
+        "MATCH (n) WITH collect(n) AS l RETURN [x IN l | $big] AS v",
+        "size.string",
+        ["data-times-parameter"],
+        {"big": "x" * 1000},
+    ),
+    ("RETURN size(reduce(s = 'x', i IN range(1, 40) | s + s)) AS v", "size.accumulator", ["doubling", "reduce"], {}),
+    (
+        "RETURN size(reduce(s = '', x IN range(1, 100000) | s + 'abcdefghij')) AS v",
+        "size.accumulator",
+        ["quadratic-copy"],
+        {},
+    ),
+    ("RETURN size(reduce(l = [], x IN range(1, 30000) | l + x)) AS v", "size.accumulator", ["list-append"], {}),
+    (
+        "MATCH (n) WITH collect(n.name) AS l RETURN reduce(s = '', t IN l | s + t) AS v",
+        "size.accumulator",
+        ["quadratic-copy", "data"],
+        {},
+    ),
+    ("RETURN 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' =~ '(.*a){25}b' AS v", "regex.backtracking", ["redos"], {}),
+    ("MATCH (n) WHERE n.name =~ '(a+)+b' RETURN n", "regex.backtracking", ["redos", "nested-quantifier"], {}),
+    ("MATCH (n) WHERE n.name =~ n.pattern RETURN n", "regex.backtracking", ["redos", "data-pattern"], {}),
+    ("MATCH (n) WHERE n.name =~ '.*a.*b.*c' RETURN n", "regex.backtracking", ["redos", "polynomial"], {}),
+    ("MATCH (n) WHERE n.name =~ $re RETURN n", "regex.backtracking", ["redos", "parameter"], {"re": "(x|xx)*y"}),
+]
+for q, rule, tags, params in refused:
+    add(q, "deny", rule, label=X, tags=tags, params=params)
+allowed: list[tuple[str, list[str], dict[str, Any]]] = [
+    ("RETURN size([x IN range(1, 900) | [y IN range(1, 900) | y]]) AS v", ["nested-comprehension"], {}),
+    ("RETURN reduce(s = 0, x IN range(1, 1000000) | s + x) AS v", ["reduce"], {}),
+    ("MATCH (a), (b) RETURN count(*) AS c", ["cartesian", "operator"], {}),
+    ("UNWIND range(1, 1000000) AS x WITH collect(x) AS l RETURN size(l) AS n", ["collect", "operator"], {}),
+    ("MATCH p = (a)-[*1..8]->(b) RETURN [x IN nodes(p) | x.name] AS names", ["path"], {}),
+    ("MATCH p = (a)-[*1..8]->(b) RETURN reduce(s = '', n IN nodes(p) | s + n.name + '/') AS v", ["path", "reduce"], {}),
+    ("MATCH (n) WHERE any(t IN n.tags WHERE t IN $wanted) RETURN n", ["stored-list"], {"wanted": ["a", "b"]}),
+    ("MATCH (n) RETURN collect({id: n.id, title: n.title}) AS cards", ["collect", "maps"], {}),
+    ("MATCH (n) WITH collect(n.x) AS l RETURN [i IN range(0, size(l) - 1) | l[i]] AS v", ["range-of-size"], {}),
+    ("MATCH (a), (b) WHERE any(t IN a.tags WHERE t IN b.tags) RETURN a.id, b.id", ["stored-times-stored"], {}),
+    ("MATCH (n) RETURN reduce(s = '', t IN n.tags | s + t + ',') AS v", ["stored-list", "reduce"], {}),
+    ("MATCH (n) WHERE n.name =~ '(?i).*foo.*' RETURN n", ["regex"], {}),
+    ("MATCH (n) WHERE n.name =~ $re RETURN n", ["regex", "parameter"], {"re": "^[a-z]+-[0-9]{4}$"}),
+    ("MATCH (n) RETURN [k IN keys(n) | n[k]] AS v", ["stored-times-stored"], {}),
+]
+for q, tags, params in allowed:
+    add(q, "allow", None, label=R, tags=tags, params=params)
 
 # sanity: every case decides as labelled with the current guard
 bad = []

@@ -17,6 +17,9 @@ ADVERSARIAL_WHERE: list[str] = [
     "MATCH (a:Fact) WHERE (true) OR (true) RETURN a",
     "MATCH (a:Fact) WHERE true OR a.x =~ '.*' RETURN a",
     "MATCH (a:Fact) WHERE true OR a.x IS :: STRING RETURN a",
+    # No whitespace where the rewrite inserts text: it must not fuse with the agent's words.
+    "MATCH (a:Fact) WHERE a.x = 1 AND-1 < 1 / a.n RETURN a",
+    "MATCH (a:Fact) WHERE a.x = 1 AND 1 / a.n = toInteger('1')AND true RETURN a",
     "MATCH (a:Fact)\n// trailing comment\nRETURN a",
     "MATCH (a:Fact) /* c */ RETURN a",
     "MATCH (a)-->(b) WHERE true OR (a)-->(:Secret) RETURN a",

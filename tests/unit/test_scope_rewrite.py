@@ -192,7 +192,7 @@ def test_a_condition_that_cannot_raise_stays_as_written() -> None:
         "date(b.text) IS NOT NULL",  # a failed conversion
         "b.flag",  # not a boolean: raises
         "b.n IN b.m",  # `x IN 5` raises
-        "b.text =~ a.text",  # an invalid regex
+        "b.text =~ $re",  # an invalid regex (a parameter: the guard refuses one read from the data)
         "all(n IN nodes(p) WHERE 1 / n.x > 0)",
     ],
 )
@@ -202,6 +202,21 @@ def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str
     # repeated in front, as written, for the planner.
     assert "WHERE (a.id = 'x') AND CASE WHEN all(__gw_x IN nodes(p) WHERE" in out
     assert f"THEN (a.id = 'x' AND {condition}) ELSE false END AND (all(__gw_x IN nodes(p) WHERE" in out
+
+
+@pytest.mark.parametrize(
+    "cypher",
+    [
+        "MATCH (n) WHERE n.a = 1 AND-1 < 1 / n.x RETURN n",  # CASE WHEN right after AND
+        "MATCH (n) WHERE n.a = 1 AND 1 / n.x = toInteger('1')AND true RETURN n",  # END right before AND
+        "MATCH (n)-->(m) RETURN*",  # the * the rewrite replaces with the agent's variables
+        "MATCH (n)-->(m) WITH*RETURN n",
+    ],
+)
+def test_inserted_text_never_runs_into_the_agents_words(cypher: str) -> None:
+    out = rewritten(cypher)
+    assert not re.search(r"ANDCASE|ENDAND|RETURN[mn]|WITH[mn]|nRETURN", out), out
+    assert guard.check(out, {}, "analyze", POLICY).rule != "parse.failed", out
 
 
 def test_one_guard_per_where_with_the_conditions_that_cannot_raise_repeated_in_front() -> None:

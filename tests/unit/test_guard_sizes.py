@@ -1,0 +1,207 @@
+"""The size rules: what one evaluation of an expression may build and iterate, decided before it runs.
+
+Each refusal is an attack that exhausted Neo4j's heap or kept it busy past the timeout when it
+ran (the exhaustion suite in tests/integration/exhaustion/ runs them against the real server);
+each allowed query is a read an agent writes and must keep being able to send.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gateway import catalogue, guard
+from gateway.cypher import ast
+from gateway.guard import sizes
+from gateway.guard.bounds import DATA, ONE, Bound
+from gateway.policy import Limits, Policy, load_policy
+from tests.support.corpus import load_corpus, policy_for
+
+POLICY = load_policy()
+
+
+def decide(cypher: str, params: dict[str, Any] | None = None, policy: Policy = POLICY) -> guard.Decision:
+    return guard.check(cypher, params or {}, "analyze", policy)
+
+
+REFUSED: list[tuple[str, dict[str, Any], str]] = [
+    # range(): a literal, a parameter, arithmetic on a parameter, a bound from the data
+    ("RETURN size([x IN range(1, 60000000) | x]) AS v", {}, "size.range"),
+    ("RETURN size([x IN range(1, $n) | x]) AS v", {"n": 60_000_000}, "size.range"),
+    ("UNWIND range(1, $n * $n) AS x RETURN count(x)", {"n": 10_000}, "size.range"),
+    ("RETURN reduce(s = 0, x IN range(1, 1000000000) | s + x) AS v", {}, "size.range"),
+    ("MATCH (n) RETURN [x IN range(1, n.count) | x] AS v", {}, "size.range"),
+    ("MATCH (n) WITH count(n) AS c RETURN range(1, c) AS v", {}, "size.range"),
+    # iterations: nested static loops, data inside data, IN over a list built from rows
+    ("RETURN size([x IN range(1, 10000) | [y IN range(1, 10000) | y]]) AS v", {}, "size.iterations"),
+    ("RETURN any(x IN range(1, 100000) WHERE x IN range(1, 1000)) AS v", {}, "size.iterations"),
+    ("RETURN [x IN $l WHERE x IN $l] AS v", {"l": list(range(5000))}, "size.iterations"),
+    ("MATCH (n) WITH collect(n.x) AS l RETURN [x IN l WHERE x IN l] AS v", {}, "size.iterations"),
+    (
+        "MATCH (n) WITH collect(n.i) AS l RETURN reduce(s = 0, a IN l | s + reduce(t = 0, b IN l | t + 1)) AS v",
+        {},
+        "size.iterations",
+    ),
+    ("MATCH (n) WITH collect(n) AS l RETURN [x IN l | [y IN range(1, 100) | y]] AS v", {}, "size.iterations"),
+    ("MATCH (n) RETURN [(n)-->(m) | [(m)-->(o) | o]] AS v", {}, "size.iterations"),
+    # elements: maps, nested lists, shared references, a data list in every element of a data list
+    ("RETURN size([x IN range(1, 1000000) | {a: x, b: toString(x)}]) AS v", {}, "size.elements"),
+    (
+        "WITH range(1, 1000) AS a WITH [x IN range(1, 1000) | a] AS b RETURN [y IN range(1, 1000) | b] AS v",
+        {},
+        "size.elements",
+    ),
+    ("MATCH (n) WITH collect(n.name) AS l RETURN [x IN l | l] AS v", {}, "size.elements"),
+    ("UNWIND range(1, 1000) AS i WITH collect(range(1, 1000000)) AS l RETURN l", {}, "size.elements"),
+    ("MATCH (n) RETURN [i IN range(1, 1000000) | n.bio] AS v", {}, "size.elements"),
+    ("RETURN [x IN range(1, 2000) | $l] AS v", {"l": list(range(1000))}, "size.elements"),
+    # a map or list per element of a data-sized list (a collected list of 9e6 integers turned into
+    # 4-entry maps wedged Neo4j for minutes): collect({…}) is the form Neo4j's memory limit sees
+    ("MATCH (n) WITH collect(n) AS ns RETURN [x IN ns | {id: x.id, title: x.title}] AS v", {}, "size.elements"),
+    ("MATCH (a), (b) WITH collect(a.i) AS l RETURN size([x IN l | [x, x, x, x]]) AS v", {}, "size.elements"),
+    ("MATCH (n) WITH collect(n) AS l RETURN [x IN l | [t IN x.tags | t]] AS v", {}, "size.elements"),
+    # strings: nested replace(), WITH chains that double, a long parameter per data element
+    ("RETURN size(" + "replace(" * 8 + "'a'" + ", 'a', 'aaaaaaaaaa')" * 8 + ") AS v", {}, "size.string"),
+    ("RETURN size(replace($s, '', $s)) AS v", {"s": "x" * 5000}, "size.string"),
+    ("WITH 'xxxxxxxxxx' AS s " + "WITH s + s AS s " * 21 + "RETURN size(s) AS v", {}, "size.string"),
+    (
+        "WITH $s AS a WITH a AS a, a AS b " + "WITH a + b AS a, a + b AS b " * 21 + "RETURN a",
+        {"s": "x" * 10},
+        "size.string",
+    ),
+    ("MATCH (n) WITH collect(n) AS l RETURN [x IN l | $big] AS v", {"big": "x" * 1000}, "size.string"),
+    # accumulators: doubling, quadratic copies, growth per element of a list built from rows
+    ("RETURN size(reduce(s = 'x', i IN range(1, 40) | s + s)) AS v", {}, "size.accumulator"),
+    ("RETURN size(reduce(s = 'x', i IN range(1, 40) | replace(s, 'x', 'xx'))) AS v", {}, "size.accumulator"),
+    ("RETURN size(reduce(l = [1], i IN range(1, 40) | l + l)) AS v", {}, "size.accumulator"),
+    ("RETURN size(reduce(l = [], i IN range(1, 40) | [l, l])) AS v", {}, "size.accumulator"),
+    ("RETURN size(reduce(s = '', x IN range(1, 100000) | s + 'abcdefghij')) AS v", {}, "size.accumulator"),
+    ("RETURN size(reduce(l = [], x IN range(1, 30000) | l + x)) AS v", {}, "size.accumulator"),
+    ("MATCH (n) WITH collect(n.name) AS l RETURN reduce(s = '', t IN l | s + t) AS v", {}, "size.accumulator"),
+    ("RETURN reduce(a = null, x IN range(1, 20000) | coalesce(a, '') + 'x') AS v", {}, "size.accumulator"),
+    # regular expressions: exponential, polynomial, unknown before the query runs
+    ("RETURN 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' =~ '(.*a){25}b' AS v", {}, "regex.backtracking"),
+    ("MATCH (n) WHERE n.name =~ '(a+)+b' RETURN n", {}, "regex.backtracking"),
+    ("MATCH (n) WHERE n.name =~ '(a|aa)*b' RETURN n", {}, "regex.backtracking"),
+    ("MATCH (n) WHERE n.name =~ '(a)\\\\1*' RETURN n", {}, "regex.backtracking"),
+    ("MATCH (n) WHERE n.name =~ '.*a.*b.*c' RETURN n", {}, "regex.backtracking"),
+    ("MATCH (n) WHERE n.name =~ n.pattern RETURN n", {}, "regex.backtracking"),
+    ("MATCH (n) WHERE n.name =~ $re RETURN n", {"re": "(x|xx)+y"}, "regex.backtracking"),
+    ("MATCH (n) WHERE n.name =~ $re RETURN n", {"re": "(?x) a+ # comment"}, "regex.backtracking"),
+    ("RETURN $s =~ '.*a.*!' AS v", {"s": "a" * 5000}, "regex.backtracking"),
+]
+
+
+@pytest.mark.parametrize("cypher, params, rule", REFUSED, ids=[f"{r[2]}-{i}" for i, r in enumerate(REFUSED)])
+def test_an_expression_that_could_exhaust_neo4j_is_refused_with_its_rule(
+    cypher: str, params: dict[str, Any], rule: str
+) -> None:
+    decision = decide(cypher, params)
+    assert not decision.allowed and decision.rule == rule, (decision.rule, decision.reason)
+    assert decision.reason and len(decision.reason) < 600
+
+
+ALLOWED: list[tuple[str, dict[str, Any]]] = [
+    # operator work: Neo4j stops it at the timeout or at its memory limit
+    ("MATCH (a), (b), (c) RETURN count(*) AS c", {}),
+    ("UNWIND range(1, 1000000) AS x WITH collect(x) AS l RETURN size(l) AS n", {}),
+    ("MATCH p = (a)-[*..8]-(b) RETURN count(p) AS c", {}),
+    ("UNWIND range(1, 1000000) AS x WITH DISTINCT x RETURN count(x) AS c", {}),
+    # static sizes within the limits
+    ("RETURN size([x IN range(1, 900) | [y IN range(1, 900) | y]]) AS v", {}),
+    ("RETURN reduce(s = 0, x IN range(1, 1000000) | s + x) AS v", {}),
+    ("RETURN size(reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij')) AS v", {}),
+    ("RETURN size([x IN range(1, 90000) | {a: x, b: toString(x)}]) AS v", {}),
+    ("RETURN [x IN range(1, $n) | x * 2] AS v", {"n": 1000}),
+    ("RETURN size(" + "replace(" * 7 + "'a'" + ", 'a', 'aaaaaaaaaa')" * 7 + ") AS v", {}),
+    # data-sized lists, once
+    ("MATCH (n) RETURN collect(n.name) AS names", {}),
+    ("MATCH (n) RETURN collect({id: n.id, title: n.title}) AS cards", {}),
+    ("MATCH (n) RETURN collect(n {.id, .name, .tags}) AS cards", {}),
+    ("MATCH (n) WITH collect(n) AS ns RETURN [x IN ns | x.id][..10] AS v", {}),
+    ("MATCH p = (a)-[*1..8]->(b) RETURN [x IN nodes(p) | x.name] AS names", {}),
+    ("MATCH p = (a)-[*1..8]->(b) RETURN reduce(s = '', n IN nodes(p) | s + n.name + '/') AS v", {}),
+    ("MATCH p = (a)-[*1..3]->(b) RETURN reduce(w = 0, r IN relationships(p) | w + r.weight) AS w", {}),
+    ("MATCH (n) WHERE any(t IN n.tags WHERE t IN $wanted) RETURN n", {"wanted": ["a", "b"]}),
+    ("MATCH (n) WITH collect(n) AS ns RETURN [x IN ns | x.name + ' (' + x.id + ')'] AS v", {}),
+    ("MATCH (n) WITH collect(n.x) AS l RETURN [i IN range(0, size(l) - 1) | l[i]] AS v", {}),
+    ("MATCH (n) RETURN reduce(s = '', t IN n.tags | s + t + ',') AS v", {}),
+    ("MATCH (n) RETURN [k IN keys(n) | n[k]] AS v", {}),
+    ("MATCH (n) RETURN n {.*, out: [(n)-->(m) | m.name]} AS v", {}),
+    ("MATCH (n) RETURN COLLECT { MATCH (n)-->(m) RETURN m.name } AS v", {}),
+    ("MATCH (n) RETURN CASE WHEN n.x IS NULL THEN [] ELSE [y IN n.x | y + 1] END AS ys", {}),
+    # stored lists against stored lists: bounded by what the database holds
+    ("MATCH (a), (b) WHERE any(t IN a.tags WHERE t IN b.tags) RETURN a.id, b.id", {}),
+    # regular expressions that backtrack at most linearly, known before the query runs
+    ("MATCH (n) WHERE n.name =~ '(?i).*foo.*' RETURN n", {}),
+    ("MATCH (n) WHERE n.name =~ $re RETURN n", {"re": "^[a-z]+-[0-9]{4}$"}),
+    ("MATCH (n) WHERE n.id =~ 'task-[0-9]{1,6}' RETURN n", {}),
+    ("MATCH (n) WHERE n.name =~ $re RETURN n", {}),  # not supplied: Neo4j refuses the query itself
+]
+
+
+@pytest.mark.parametrize("cypher, params", ALLOWED)
+def test_reads_agents_write_stay_allowed(cypher: str, params: dict[str, Any]) -> None:
+    decision = decide(cypher, params)
+    assert decision.allowed, (decision.rule, decision.reason)
+
+
+def test_the_limits_are_the_policys() -> None:
+    cypher = "RETURN size([x IN range(1, 5000) | x]) AS v"
+    assert decide(cypher).allowed
+    tools = {
+        name: tool.model_copy(update={"limits": tool.limits.model_copy(update={"max_range_length": 1000})})
+        for name, tool in POLICY.tools.items()
+    }
+    strict = POLICY.model_copy(update={"tools": tools})
+    decision = decide(cypher, policy=strict)
+    assert decision.rule == "size.range" and "limit is 1,000" in (decision.reason or "")
+
+
+def test_a_refusal_says_what_and_how_much() -> None:
+    decision = decide("RETURN size([x IN range(1,10000) | [y IN range(1,10000) | y]]) AS v")
+    assert decision.reason == (
+        "One evaluation of '[x IN range(1,10000) | [y IN range(1,10000) | y]]' iterates a number of times that "
+        "reaches 100,010,000; the limit is 10,000,000."
+    )
+    decision = decide("MATCH (n) WITH collect(n.x) AS l RETURN [x IN l WHERE x IN l] AS v")
+    assert "grows with the square of the data" in (decision.reason or "")
+
+
+def test_every_expression_must_be_bounded_or_the_query_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A construct the size check has no handler for (one added to the parser later) is refused.
+    monkeypatch.delitem(sizes._EXPRESSIONS, ast.Quantified)
+    decision = decide("RETURN any(x IN [1, 2] WHERE x > 1) AS v")
+    assert decision.rule == "size.iterations"
+    assert "cannot bound Quantified" in (decision.reason or "")
+
+
+def test_the_size_check_reaches_every_expression_of_the_corpus() -> None:
+    for case in load_corpus():
+        decision = guard.check(case["query"], case["params"], case["tool"], policy_for(case))
+        assert "cannot bound" not in (decision.reason or ""), (case["id"], decision.reason)
+
+
+def test_bounds_add_multiply_and_name_the_square_of_the_data() -> None:
+    assert (Bound.of(3) + DATA * Bound.of(2)).describe() == "3 + 2 per element of a data-sized list"
+    squared = DATA * DATA + ONE
+    assert squared.data_degree == 2 and squared.data(2) == 1
+    assert (DATA * DATA * DATA).data_degree == 2  # capped: refused however fast it grows
+    assert (DATA * Bound.of(5)).at_unit_data() == Bound.of(5)
+
+
+def test_an_accumulator_is_solved_for_its_final_size() -> None:
+    # reduce(s = '', … | s + 'abcdefghij') over 1,000 steps: 10,000 characters, 1,000 steps.
+    report = sizes.measure(
+        guard.parse_query("RETURN reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij') AS v", Limits()),
+        {},
+        Limits(max_string_chars=9_999),
+    )
+    assert report.first(catalogue.SIZE_STRING) is not None
+    report = sizes.measure(
+        guard.parse_query("RETURN reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij') AS v", Limits()),
+        {},
+        Limits(max_string_chars=10_024),
+    )
+    assert report.objections == []
