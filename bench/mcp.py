@@ -113,6 +113,9 @@ class _Recorder:
         self.job = job
         return self.runner.run(job)
 
+    def cancel(self, query_id: str) -> bool:
+        return self.runner.cancel(query_id)
+
     def available(self) -> tuple[bool, str]:
         return self.runner.available()
 

@@ -62,6 +62,7 @@ SandboxErrorCode = Literal[
     "unavailable",  # Neo4j could not be reached from the sandbox
     "invalid_job",  # the job line did not validate
     "sandbox_failed",  # the container died without answering (OOM-killed, crashed); set by the runner
+    "cancelled",  # the caller cancelled the query and the runner killed its container; set by the runner
     "internal",  # a bug in the sandbox program
 ]
 

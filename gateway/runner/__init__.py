@@ -4,6 +4,7 @@
     job = job_for(tool_policy, query_id=..., cypher=..., params=..., result_check=...)
     result = runner.run(job)          # SandboxResult; raises SandboxUnavailable when no sandbox can run
     error = error_for(result)         # the typed GatewayError for a failed result, or None
+    runner.cancel(job.query_id)       # from another thread: kill the job's container (or refuse it)
 
 This package imports only the Docker SDK and the wire models: the ``neo4j``
 driver is never loaded into the gateway process, so there is no code path by
@@ -27,7 +28,7 @@ import docker.errors
 from docker.client import DockerClient
 
 from gateway.catalogue import SANDBOX_EXPLAIN
-from gateway.errors import GatewayError, Neo4jRefused, QueryTimeout, SandboxUnavailable
+from gateway.errors import GatewayError, Neo4jRefused, QueryCancelled, QueryTimeout, SandboxUnavailable
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed
 from gateway.runner.forwarder import Forwarder
 from gateway.runner.jobs import job_for
@@ -51,10 +52,14 @@ log = logging.getLogger(__name__)
 RETRY_START_SECONDS = 5.0
 # How often the forwarder's health is checked (off the request path).
 WATCH_SECONDS = 2.0
+# A cancellation can arrive before its job does (while the guard still runs); it is remembered
+# this long, so the job is refused when it comes.
+CANCEL_MEMORY_SECONDS = 60.0
 
 
 class Runner(Protocol):
     def run(self, job: SandboxJob) -> SandboxResult: ...
+    def cancel(self, query_id: str) -> bool: ...
     def available(self) -> tuple[bool, str]: ...
     def close(self) -> None: ...
 
@@ -66,6 +71,8 @@ def error_for(result: SandboxResult) -> GatewayError | None:
     err = result.error
     if err.code == "timeout":
         return QueryTimeout(err.message)
+    if err.code == "cancelled":
+        return QueryCancelled(err.message)
     if err.code == "neo4j_refused":
         return Neo4jRefused(err.message, err.neo4j_code)
     if err.code == "explain_rejected":
@@ -88,6 +95,10 @@ class SandboxRunner:
         self._closed = False
         self._stop = threading.Event()
         self.forwarder_restarts = 0
+        # Jobs in flight (query id -> its container, once it has one) and recent cancellations.
+        self._jobs_lock = threading.Lock()
+        self._running: dict[str, WarmContainer | None] = {}
+        self._cancelled: dict[str, float] = {}
         self._start()
         self._watcher = threading.Thread(target=self._watch, name="sandbox-forwarder-watch", daemon=True)
         self._watcher.start()
@@ -195,16 +206,49 @@ class SandboxRunner:
     # --- running -----------------------------------------------------------------------------
 
     def run(self, job: SandboxJob) -> SandboxResult:
-        pool = self._ensure_started()
-        warm = pool.take(self.settings.acquire_timeout_seconds)
-        if warm is None:
-            raise SandboxUnavailable(
-                pool.last_error or f"no warm sandbox became ready within {self.settings.acquire_timeout_seconds:g} s"
-            )
+        with self._jobs_lock:
+            if job.query_id in self._cancelled:
+                return _cancelled(job)
+            self._running[job.query_id] = None
         try:
-            return self._run_in(warm, job)
+            pool = self._ensure_started()
+            warm = pool.take(self.settings.acquire_timeout_seconds)
+            if warm is None:
+                raise SandboxUnavailable(
+                    pool.last_error
+                    or f"no warm sandbox became ready within {self.settings.acquire_timeout_seconds:g} s"
+                )
+            with self._jobs_lock:
+                self._running[job.query_id] = warm
+                cancelled = job.query_id in self._cancelled
+            try:
+                result = _cancelled(job) if cancelled else self._run_in(warm, job)
+            finally:
+                pool.discard(warm)
+            with self._jobs_lock:
+                # A job whose container was killed under it reports that, not the broken stream.
+                return _cancelled(job) if job.query_id in self._cancelled else result
         finally:
-            pool.discard(warm)
+            with self._jobs_lock:
+                self._running.pop(job.query_id, None)
+                self._cancelled.pop(job.query_id, None)
+
+    def cancel(self, query_id: str) -> bool:
+        """Stop ``query_id``: kill its container now, or refuse the job when it arrives.
+
+        Safe from any thread. Killing the container closes its Bolt connection, and Neo4j ends
+        the connection's transaction. True when the job was in flight.
+        """
+        now = time.monotonic()
+        with self._jobs_lock:
+            self._cancelled = {q: t for q, t in self._cancelled.items() if now - t < CANCEL_MEMORY_SECONDS}
+            self._cancelled[query_id] = now
+            in_flight = query_id in self._running
+            warm = self._running.get(query_id)
+        if warm is not None:
+            with contextlib.suppress(Exception):
+                warm.container.kill()
+        return in_flight
 
     def _run_in(self, warm: WarmContainer, job: SandboxJob) -> SandboxResult:
         wall_clock = job.timeout_seconds + self.settings.wall_clock_grace_seconds
@@ -246,6 +290,10 @@ class SandboxRunner:
 
     def forwarder_container_id(self) -> str | None:
         return str(self._forwarder.container.id) if self._forwarder and self._forwarder.container else None
+
+
+def _cancelled(job: SandboxJob) -> SandboxResult:
+    return failure(job.query_id, "cancelled", "the query was cancelled by its caller; its sandbox was killed")
 
 
 def _close_quietly(ref: weakref.ReferenceType[SandboxRunner]) -> None:

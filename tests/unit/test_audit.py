@@ -31,6 +31,9 @@ class AnsweringRunner:
         self.jobs.append(job)
         return SandboxResult(query_id=job.query_id, ok=True, **self.result)
 
+    def cancel(self, query_id: str) -> bool:
+        return False
+
     def available(self) -> tuple[bool, str]:
         return True, ""
 

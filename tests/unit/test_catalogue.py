@@ -36,6 +36,9 @@ class ExplainRefuses:
         error = SandboxError(code="explain_rejected", message="the plan is not read-only")
         return SandboxResult(query_id=job.query_id, ok=False, error=error)
 
+    def cancel(self, query_id: str) -> bool:
+        return False
+
     def available(self) -> tuple[bool, str]:
         return True, ""
 

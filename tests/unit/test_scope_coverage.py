@@ -41,6 +41,9 @@ class Recording:
         self.jobs.append(job)
         return SandboxResult(query_id=job.query_id, ok=True, columns=["x"], rows=[[1]], row_count=1)
 
+    def cancel(self, query_id: str) -> bool:
+        return False
+
     def available(self) -> tuple[bool, str]:
         return True, ""
 
