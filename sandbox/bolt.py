@@ -19,7 +19,7 @@ from sandbox.explain import (
 )
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
-from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
+from sandbox.wire import TX_METADATA_QUERY_ID, Notification, SandboxError, SandboxJob, SandboxResult
 
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
 
@@ -98,7 +98,7 @@ class BoltBackend:
         collector = RowCollector(job.max_rows, job.max_bytes)
         meta: dict[str, Any] = {}
 
-        @neo4j.unit_of_work(timeout=job.timeout_seconds)
+        @neo4j.unit_of_work(timeout=job.timeout_seconds, metadata={TX_METADATA_QUERY_ID: job.query_id})
         def work(tx: neo4j.ManagedTransaction) -> None:
             if job.explain_check:
                 plan_summary = tx.run("EXPLAIN " + job.cypher, job.params).consume()

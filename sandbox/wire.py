@@ -37,6 +37,9 @@ SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
 # The unprivileged user (and group) both containers run as; docker/sandbox/Dockerfile creates it.
 SANDBOX_UID = 10001
 ENV_PREFIX = "CGW_"
+# The transaction metadata key under which a sandbox marks its Neo4j transaction with the job's
+# query id, so the runner can find and end that transaction after killing the sandbox.
+TX_METADATA_QUERY_ID = "cypherGatewayQueryId"
 
 
 class SandboxEnv(StrEnum):
@@ -91,7 +94,8 @@ class SandboxJob(_Wire):
     max_rows: int
     max_bytes: int
     procedures_allowed: list[str] = Field(default_factory=list)
-    # Layer switches exist only so tests can prove each layer holds alone.
+    # Layer switches exist so tests can prove each layer holds alone; the EXPLAIN check is also
+    # off for the runner's own constant TERMINATE job (gateway.runner.jobs.terminate_job).
     explain_check: bool = True
     scope: ScopeCheck | None = None
 

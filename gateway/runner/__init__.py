@@ -31,7 +31,7 @@ from gateway.catalogue import SANDBOX_EXPLAIN
 from gateway.errors import GatewayError, Neo4jRefused, QueryCancelled, QueryTimeout, SandboxUnavailable
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed
 from gateway.runner.forwarder import Forwarder
-from gateway.runner.jobs import job_for
+from gateway.runner.jobs import job_for, terminate_job
 from gateway.runner.pool import WarmContainer, WarmPool
 from gateway.runner.settings import RunnerSettings, settings_for
 from sandbox.wire import SandboxJob, SandboxResult, failure
@@ -234,10 +234,10 @@ class SandboxRunner:
                 self._cancelled.pop(job.query_id, None)
 
     def cancel(self, query_id: str) -> bool:
-        """Stop ``query_id``: kill its container now, or refuse the job when it arrives.
+        """Stop ``query_id``: kill its container and end its Neo4j transaction, or refuse the job when it arrives.
 
-        Safe from any thread. Killing the container closes its Bolt connection, and Neo4j ends
-        the connection's transaction. True when the job was in flight.
+        Safe from any thread; returns once the transaction has ended (or could not be ended).
+        True when the job was in flight.
         """
         now = time.monotonic()
         with self._jobs_lock:
@@ -246,9 +246,28 @@ class SandboxRunner:
             in_flight = query_id in self._running
             warm = self._running.get(query_id)
         if warm is not None:
-            with contextlib.suppress(Exception):
-                warm.container.kill()
+            self._kill(warm, query_id)
         return in_flight
+
+    def _kill(self, warm: WarmContainer, query_id: str) -> None:
+        """Kill a sandbox that holds a job, then end the job's Neo4j transaction from another sandbox.
+
+        Killing the container closes its Bolt connection, but Neo4j does not reliably end a
+        running transaction when its connection closes (measured: some ran on for minutes, until
+        their timeout); the sandbox marked the transaction with the query id, and TERMINATE
+        TRANSACTIONS by that id ends it.
+        """
+        with contextlib.suppress(Exception):
+            warm.container.kill()
+        job = terminate_job(query_id, own_query_id=uuid.uuid4().hex, database=self.settings.database,
+                            timeout_seconds=self.settings.terminate_timeout_seconds)  # fmt: skip
+        try:
+            result = self.run(job)
+        except SandboxUnavailable as exc:
+            result = failure(job.query_id, "unavailable", exc.message)
+        if not result.ok:
+            # Neo4j still ends it at the policy's timeout, which it enforces server-side.
+            log.warning("could not end the Neo4j transaction of query %s: %s", query_id, result.error)
 
     def _run_in(self, warm: WarmContainer, job: SandboxJob) -> SandboxResult:
         wall_clock = job.timeout_seconds + self.settings.wall_clock_grace_seconds
@@ -257,8 +276,7 @@ class SandboxRunner:
             warm.reader.sock.sendall(job.model_dump_json().encode("utf-8") + b"\n")
             line = warm.reader.read_stdout_line(deadline)
         except TimeoutError:
-            with contextlib.suppress(Exception):
-                warm.container.kill()
+            self._kill(warm, job.query_id)
             return failure(
                 job.query_id, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed"
             )

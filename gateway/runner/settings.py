@@ -52,6 +52,9 @@ class RunnerSettings(BaseModel):
     start_concurrency: Annotated[int, Field(ge=1, le=16)] = 2
     # How long run() waits for a warm container before saying the sandbox is unavailable.
     acquire_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
+    # How long the job that ends a killed sandbox's Neo4j transaction may take (Neo4j answers
+    # TERMINATE once the transaction has stopped: about 1.2 s measured for a row-by-row query).
+    terminate_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
     # None: the environment's DOCKER_HOST (or the default socket).
     docker_host: str | None = None
 
