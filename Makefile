@@ -1,11 +1,11 @@
 # The two commands of the README. Each does all of its own set-up.
 # `make unit` is the contributors' fast loop: the unit tests only, with the venv as its only set-up.
-.PHONY: demo test unit setup venv lint
+.PHONY: demo test unit setup venv lint clients
 
 demo: setup
 	.venv/bin/python -m gateway.ops.demo
 
-test: setup
+test: setup clients
 	.venv/bin/ruff check
 	.venv/bin/ruff format --check
 	.venv/bin/mypy
@@ -17,6 +17,10 @@ unit: venv
 
 setup:
 	bash scripts/setup.sh
+
+# The MCP Inspector CLI versions the client check (tests/integration/clients) drives: npm, pinned by lock files.
+clients:
+	bash scripts/mcp-clients.sh
 
 venv:
 	bash scripts/venv.sh
