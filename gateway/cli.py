@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gateway import policy_cli, server_cli
+from gateway import __version__, policy_cli, server_cli
 from gateway.mnr import cli as mnr_cli
 from gateway.ops import doctor, images, neo4j_local, tokens
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cypher-gateway",
         description="A sandboxed, read-only Cypher analysis gateway for AI agents over Neo4j.",
     )
+    parser.add_argument("--version", action="version", version=f"cypher-gateway {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in _COMMANDS:
         command.register(subparsers)

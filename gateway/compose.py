@@ -71,7 +71,8 @@ def compose(
         ok, reason = runner.available()
         if not ok:
             problems.append(f"the sandbox cannot run: {reason}")
-    gateway = Gateway(policy, runner, audit_log, layers=layers, database=database)
+    disabled_reason = "; ".join(problems) if runner is None and problems else None
+    gateway = Gateway(policy, runner, audit_log, layers=layers, database=database, disabled_reason=disabled_reason)
     return Composed(gateway, settings, problems, started)
 
 

@@ -52,6 +52,8 @@ class ToolResult(BaseModel):
     truncation: Truncation | None = None
     # Empty when every layer ran on its primary path; "<tool>:disabled", "scope:redacted".
     degraded: list[str] = Field(default_factory=list)
+    # Why a tool is disabled, and the operator's fix (the agent relays it; nothing ran).
+    degradedReason: str | None = None
     redacted: int = 0
     queryType: QueryType | None = None
     durationMs: float = 0.0
@@ -79,3 +81,4 @@ class SchemaResult(BaseModel):
     propertyKeys: list[str] = Field(default_factory=list)
     truncated: bool = False
     degraded: list[str] = Field(default_factory=list)
+    degradedReason: str | None = None

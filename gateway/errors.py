@@ -13,6 +13,8 @@ the guard answers it with ``QueryRejected``.
     │   │                             (``rule``, ``reason``; every rule is in gateway.catalogue)
     │   ├── InvalidInput              "invalid_input": the request's shape (rule input.invalid)
     │   ├── QueryTimeout              "timeout": Neo4j stopped the query at the policy's timeout
+    │   ├── QueryCancelled            "cancelled": the caller cancelled the request; its sandbox was
+    │   │                             killed (audited; the cancelled request gets no answer)
     │   ├── Neo4jRefused              "neo4j_refused": Neo4j refused the query at run time
     │   │                             (only its code when scope is on: gateway.scope.withheld_details)
     │   ├── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
@@ -46,7 +48,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorCode = Literal["rejected", "invalid_input", "timeout", "neo4j_refused", "unavailable", "busy", "internal"]
+ErrorCode = Literal[
+    "rejected", "invalid_input", "timeout", "cancelled", "neo4j_refused", "unavailable", "busy", "internal"
+]
 
 
 class GatewayError(Exception):
@@ -76,6 +80,10 @@ class InvalidInput(GatewayError):
 
 class QueryTimeout(GatewayError):
     code: ErrorCode = "timeout"
+
+
+class QueryCancelled(GatewayError):
+    code: ErrorCode = "cancelled"
 
 
 class Neo4jRefused(GatewayError):

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.answer import text_of
 from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
@@ -107,7 +108,7 @@ def _handle_check(args: argparse.Namespace) -> int:
         return _usage_error(str(exc))
     result = composed.gateway.check(args.tool, sys.stdin.read(), params, stdio_principal(settings))
     # The MCP tool's text content, byte for byte.
-    print(json.dumps(result.model_dump(mode="json")))
+    print(text_of(result.model_dump(mode="json")))
     return EXIT_ALLOWED if result.allowed else EXIT_REJECTED
 
 

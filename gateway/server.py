@@ -2,29 +2,41 @@
 
 Each tool validates its input (pydantic, unknown arguments refused), calls one
 method of the core in a worker thread (the runner blocks), and maps the result
-or the typed error to the wire. Errors are tool results with ``isError`` and a
-JSON body ``{"error": {"code", "message", "rule"?, "reason"?}}``, never
-exceptions that end the session.
+or the typed error to the wire (``gateway.answer`` says what a result looks like
+as sent). Errors are tool results with ``isError`` whose text is the JSON body
+``{"error": {"code", "message", "rule"?, "reason"?}}`` and which carry no
+structured content (docs/decisions/0008), never exceptions that end the
+session. A cancelled ``recall``/``analyze`` kills its sandbox.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import logging
+import uuid
+import warnings
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+import anyio
 import anyio.to_thread
 import yaml
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import CallToolResult, EmptyResult, SetLevelRequestParams, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gateway import __version__, answer
 from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY
 from gateway.domain import CheckResult, Principal, SchemaResult, ToolResult, Transport
-from gateway.errors import Busy, GatewayError, InternalError, QueryRejected
+from gateway.errors import Busy, GatewayError, InternalError, InvalidInput, QueryRejected
 from gateway.policy import Policy
 from gateway.service import Gateway
+
+log = logging.getLogger(__name__)
+# The logger name on the log notifications the server sends.
+_LOGGER = "cypher-gateway"
 
 CypherText = Annotated[
     str, Field(min_length=1, description="One Cypher read query. Put every literal value in params.")
@@ -37,6 +49,8 @@ Params = Annotated[
     Field(description="Query parameters, referenced as $name in the query. Values are never logged."),
 ]
 
+TOOL_NAMES = ("recall", "analyze", "check", "schema")
+
 _QUERY_ADVICE = (
     " Write good queries: pass every value as a parameter ($name) instead of pasting it into the text; "
     "RETURN only the properties you need (not whole nodes); project correction fields such as "
@@ -45,7 +59,7 @@ _QUERY_ADVICE = (
     "against the current code before you act on it. If a query is rejected, the error names the "
     "rule; call `check` to iterate without running anything. `degraded` is empty when every layer "
     "ran normally; `analyze:disabled`/`recall:disabled` means the sandbox could not run and no "
-    "query was executed."
+    "query was executed (`degradedReason` says why)."
 )
 
 
@@ -75,7 +89,42 @@ CHECK_DESCRIPTION = (
 )
 SCHEMA_DESCRIPTION = "Labels, relationship types and property keys your scope lets you see (read through the sandbox)."
 
+TITLES = {
+    "recall": "Recall exact history (read-only Cypher)",
+    "analyze": "Analyze the graph (read-only Cypher)",
+    "check": "Check a query (runs nothing)",
+    "schema": "Visible schema",
+}
+
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def instructions(policy: Policy) -> str:
+    """What an agent reads once, at connection: the workflow, the limits in force, the error shape."""
+    recall = policy.tool("recall")
+    required = " and ".join(f"${name}" for name in recall.required_parameters)
+    limits = "; ".join(
+        f"{tool}: {lim.max_rows} rows, {lim.max_bytes:,} bytes in all, {lim.timeout_seconds:g} s"
+        for tool, lim in ((tool, policy.tool(tool).limits) for tool in ("recall", "analyze"))
+    )
+    return (
+        "cypher-gateway runs read-only Cypher you write against a Neo4j memory graph, each query in a "
+        f"sandbox under the policy '{policy.name}'. You see only the elements of your scope. Workflow: "
+        "1. call `schema` for the labels, relationship types and property keys you can see; "
+        "2. write one read query and pass every value as a $parameter; "
+        "3. call `check` to learn whether it is allowed (the rule and reason when not) and the scoped query "
+        "that would run; it runs nothing; "
+        "4. call `recall` for the exact history of one task"
+        + (f" (reference and supply {required})" if required else "")
+        + ", or `analyze` for counting, grouping and traversal. "
+        f"Limits ({limits}): `truncated` and `truncation` (rows or bytes) say when a limit cut the answer. "
+        "`degraded` lists what did not run normally: `<tool>:disabled` means nothing ran, and "
+        "`degradedReason` says why and how the operator fixes it. A failed call is an error result whose "
+        'text is JSON {"error": {"code", "message", "rule", "reason"}}: `rejected` names the rule '
+        "(change the query, iterate with `check`); `timeout` means make the query do less (bound "
+        "*1..3, LIMIT); `invalid_input` means fix the arguments."
+    )
+
 
 PrincipalResolver = Callable[[Context[Any, Any]], tuple[Principal, Transport]]
 
@@ -109,6 +158,12 @@ def stdio_resolver(principal: Principal) -> PrincipalResolver:
 
 
 def error_result(exc: GatewayError) -> CallToolResult:
+    """A tool error every client can read: ``isError`` and the JSON body as text, no structured content.
+
+    Structured content would have to match the tool's output schema (the success shape): several
+    clients validate an error's structured content against it and then show only the validation
+    failure, never the rule. Text is the one shape all of them pass through (decisions/0008).
+    """
     body = ErrorBody(code=exc.code, message=exc.message)
     if isinstance(exc, QueryRejected):
         body = ErrorBody(code=exc.code, message=exc.message, rule=exc.rule, reason=exc.reason)
@@ -116,16 +171,38 @@ def error_result(exc: GatewayError) -> CallToolResult:
         body = ErrorBody(code=exc.code, message=exc.message, queryId=exc.query_id)
     elif isinstance(exc, Busy):
         body = ErrorBody(code=exc.code, message=exc.message, retryAfterMs=exc.retry_after_ms)
-    data = {"error": body.model_dump(exclude_none=True)}
-    # The body is in structured content too, so a client can branch on code and rule without parsing text.
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(data))], structured_content=data, is_error=True
+    text = answer.text_of({"error": body.model_dump(exclude_none=True)})
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def ok_result(model: BaseModel) -> CallToolResult:
+    data = model.model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=answer.text_of(data))], structured_content=data)
+
+
+def _describe(exc: ValidationError) -> str:
+    # Where and what, never the rejected value (the caller's data) nor pydantic's docs URL.
+    return "; ".join(
+        f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
+        for err in exc.errors(include_url=False, include_input=False)
     )
 
 
-def _ok(model: BaseModel) -> CallToolResult:
-    data = model.model_dump(mode="json")
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data))], structured_content=data)
+class GatewayMCPServer(MCPServer[Any]):
+    """The SDK's server, with its own failures (bad arguments, unknown tools) in the gateway's error shape."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            return error_result(InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}"))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            log.exception("tool %r failed unexpectedly", name)
+            return error_result(GatewayError(f"the {name} tool failed inside the server; the operator's log has it"))
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return error_result(InvalidInput(f"invalid arguments for {name}: {_describe(exc.__cause__)}"))
+            return error_result(GatewayError(str(exc)))
 
 
 def build_server(
@@ -139,11 +216,10 @@ def build_server(
 
     ``resource_principal`` reads ``schema://graph`` when no HTTP principal is in context (stdio).
     """
-    server: MCPServer[Any] = MCPServer(
-        name,
-        instructions="Read-only Cypher over a sandboxed Neo4j. Start with `schema`, use `check` to fix queries.",
-        middleware=[_taxonomy_for_sdk_errors],
+    server = GatewayMCPServer(
+        name, title="Cypher gateway", version=__version__, instructions=instructions(gateway.policy)
     )
+    _declare_logging(server)
 
     def _caller(ctx: Context[Any, Any]) -> tuple[str, Transport]:
         """Who asked and how, for the audit line of a failure that may come before the principal is known."""
@@ -157,28 +233,44 @@ def build_server(
                    ctx: Context[Any, Any]) -> CallToolResult:  # fmt: skip
         try:
             principal, transport = resolve(ctx)
-            result = await anyio.to_thread.run_sync(
-                lambda: gateway.run(tool, cypher, params, principal, transport=transport)
-            )
         except GatewayError as exc:
             return error_result(exc)
         except Exception as exc:  # outside the Gateway's own steps: still a typed, audited answer
             return error_result(gateway.failed_unexpectedly(tool, cypher, *_caller(ctx), exc))
-        return _ok(result)
+        query_id = uuid.uuid4().hex
+        try:
+            result = await anyio.to_thread.run_sync(
+                lambda: gateway.run(tool, cypher, params, principal, transport=transport, query_id=query_id),
+                abandon_on_cancel=True,
+            )
+        except anyio.get_cancelled_exc_class():
+            # The client cancelled or went away. The worker thread is abandoned (it ends once its
+            # sandbox is gone); the sandbox is killed now, so the query stops in Neo4j as well.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(gateway.cancel, query_id)
+            raise
+        except GatewayError as exc:
+            return error_result(exc)
+        except Exception as exc:  # outside the Gateway's own steps: still a typed, audited answer
+            return error_result(gateway.failed_unexpectedly(tool, cypher, *_caller(ctx), exc))
+        if result.degradedReason:
+            await _notify_degraded(ctx, result)
+        return ok_result(result)
 
-    @server.tool(name="recall", description=recall_description(gateway.policy), annotations=_READ_ONLY)
+    @server.tool(name="recall", title=TITLES["recall"], description=recall_description(gateway.policy),
+                 annotations=_READ_ONLY)  # fmt: skip
     async def recall(
         cypher: CypherText, ctx: Context[Any, Any], params: Params = None
     ) -> Annotated[CallToolResult, ToolResult]:
         return await _run("recall", cypher, params, ctx)
 
-    @server.tool(name="analyze", description=ANALYZE_DESCRIPTION, annotations=_READ_ONLY)
+    @server.tool(name="analyze", title=TITLES["analyze"], description=ANALYZE_DESCRIPTION, annotations=_READ_ONLY)
     async def analyze(
         cypher: CypherText, ctx: Context[Any, Any], params: Params = None
     ) -> Annotated[CallToolResult, ToolResult]:
         return await _run("analyze", cypher, params, ctx)
 
-    @server.tool(name="check", description=CHECK_DESCRIPTION, annotations=_READ_ONLY)
+    @server.tool(name="check", title=TITLES["check"], description=CHECK_DESCRIPTION, annotations=_READ_ONLY)
     async def check(
         cypher: CheckedText,
         tool: Annotated[Literal["recall", "analyze"], Field(description="The tool you mean to call.")],
@@ -194,9 +286,9 @@ def build_server(
             return error_result(exc)
         except Exception as exc:
             return error_result(gateway.failed_unexpectedly("check", cypher, *_caller(ctx), exc))
-        return _ok(result)
+        return ok_result(result)
 
-    @server.tool(name="schema", description=SCHEMA_DESCRIPTION, annotations=_READ_ONLY)
+    @server.tool(name="schema", title=TITLES["schema"], description=SCHEMA_DESCRIPTION, annotations=_READ_ONLY)
     async def schema(ctx: Context[Any, Any]) -> Annotated[CallToolResult, SchemaResult]:
         try:
             principal, transport = resolve(ctx)
@@ -205,14 +297,16 @@ def build_server(
             return error_result(exc)
         except Exception as exc:
             return error_result(gateway.failed_unexpectedly("schema", "", *_caller(ctx), exc))
-        return _ok(result)
+        if result.degradedReason:
+            await _notify_degraded(ctx, result)
+        return ok_result(result)
 
-    @server.resource("policy://active", name="active-policy", mime_type="application/yaml",
+    @server.resource("policy://active", name="active-policy", title="Active policy", mime_type="application/yaml",
                      description="The active policy, as the reviewer sees it.")  # fmt: skip
     def active_policy() -> str:
         return yaml.safe_dump(gateway.policy.model_dump(mode="json"), sort_keys=False)
 
-    @server.resource("schema://graph", name="graph-schema", mime_type="application/json",
+    @server.resource("schema://graph", name="graph-schema", title="Visible schema", mime_type="application/json",
                      description="Labels, relationship types and property keys visible to you.")  # fmt: skip
     async def graph_schema() -> str:
         # Static resources get no request context: the auth middleware's context variable
@@ -229,26 +323,29 @@ def build_server(
             raise ResourceError(f"{exc.code}: {exc.message}") from exc
         return result.model_dump_json()
 
-    for tool_name in ("recall", "analyze", "check", "schema"):
+    for tool_name in TOOL_NAMES:
         _forbid_unknown_arguments(server, tool_name)
     return server
 
 
-async def _taxonomy_for_sdk_errors(ctx: Any, call_next: Any) -> Any:
-    # Argument validation and unknown tool names fail inside the SDK, before our tool
-    # functions run; give those answers the same error shape and codes as ours. The
-    # result here is already the wire dict: edit its content, keep its envelope.
-    result = await call_next(ctx)
-    if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
-        return result
-    content = result.get("content") or [{}]
-    text = content[0].get("text", "") if isinstance(content[0], dict) else ""
-    if text.startswith('{"error"'):
-        return result
-    invalid = "validation error" in text or "Unknown tool" in text
-    body = ErrorBody(code="invalid_input" if invalid else "unavailable", message=text or "the tool call failed")
-    result["content"] = [{"type": "text", "text": json.dumps({"error": body.model_dump(exclude_none=True)})}]
-    return result
+async def _notify_degraded(ctx: Context[Any, Any], result: ToolResult | SchemaResult) -> None:
+    # The reason is in the answer itself, which reaches every client. A log notification also
+    # reaches clients that show them; the newest protocol revision deprecates them (the SDK then
+    # sends one only when the request asked for it).
+    with contextlib.suppress(Exception):  # a client that cannot take it still gets the answer
+        await ctx.warning({"degraded": result.degraded, "reason": result.degradedReason}, logger_name=_LOGGER)
+
+
+def _declare_logging(server: MCPServer[Any]) -> None:
+    # Clients of the revisions that have logging expect the capability before they take log
+    # notifications, and the SDK declares it only for a server that handles logging/setLevel.
+    # Every level is sent: the gateway sends only warnings about degraded answers.
+    async def set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+        return EmptyResult()
+
+    server._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+    # The SDK warns on every log notification that the feature is deprecated; the gateway knows.
+    warnings.filterwarnings("ignore", message="The logging capability is deprecated", category=MCPDeprecationWarning)
 
 
 def _forbid_unknown_arguments(server: MCPServer[Any], name: str) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -41,6 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["http_port"] = args.port
     if args.tokens_file:
         overrides["tokens_file"] = args.tokens_file
+    _exit_on_termination()
     try:
         settings = load_settings(args.config, **overrides)
         tokens = _tokens(settings, args)
@@ -56,6 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         _say("Neo4j and the sandbox are reachable")
     principal = stdio_principal(settings)
+    terminated: _Terminated | None = None
     try:
         if args.transport == "stdio":
             server = build_server(composed.gateway, stdio_resolver(principal), resource_principal=principal)
@@ -63,9 +67,36 @@ def _serve(args: argparse.Namespace) -> int:
         else:
             server = build_server(composed.gateway, stdio_resolver(principal))
             _run_http(server, settings, tokens)
+    except _Terminated as signalled:
+        terminated = signalled
     finally:
         composed.close()
+        _say("stopped; the forwarder and sandboxes of this server are removed")
+    if terminated is not None:
+        # The stdio transport reads stdin in a non-daemon thread, which a normal exit would wait
+        # for until the client closes the pipe; everything that must be cleaned up is by now.
+        sys.stderr.flush()
+        os._exit(terminated.status)
     return 0
+
+
+class _Terminated(SystemExit):
+    """SIGTERM or SIGHUP arrived: unwind (so ``finally`` cleans up), then exit with 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.status = 128 + signum
+
+
+def _exit_on_termination() -> None:
+    # SIGTERM (a supervisor, an MCP client stopping its server) must unwind as Ctrl-C does, so
+    # that `finally` removes this server's forwarder and sandboxes; by default it ends the process
+    # on the spot. uvicorn catches SIGTERM for its own graceful stop, then raises it again: here.
+    def stop(signum: int, frame: Any) -> None:
+        raise _Terminated(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
 
 
 def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable | None:
@@ -96,11 +127,16 @@ def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable |
 
 
 def http_app(server: Any, settings: GatewaySettings, tokens: TokenTable | None) -> BearerAuth:
-    """The ASGI app: auth and size limits in front of the SDK's stateless streamable-HTTP app."""
+    """The ASGI app: auth and size limits in front of the SDK's stateless streamable-HTTP app.
+
+    Responses are event streams, not plain JSON: a client that cancels a call closes its stream,
+    which cancels the tool (and kills its sandbox); plain JSON responses left the handler running
+    to its timeout. The stream also carries log notifications.
+    """
     inner = server.streamable_http_app(
         streamable_http_path=settings.http_path,
         stateless_http=True,
-        json_response=True,
+        json_response=False,
         max_request_body_size=settings.http_max_body_bytes,
         host=settings.http_host,
     )

@@ -17,12 +17,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gateway import catalogue, guard, scope
+from gateway import answer, catalogue, guard, scope
 from gateway.audit import AuditEvent, AuditLog
 from gateway.cypher import ParsedQuery
 from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, ToolResult, Transport
-from gateway.errors import GatewayError, InternalError, InvalidInput, Neo4jRefused, QueryRejected, SandboxUnavailable
-from gateway.policy import CypherVersion, Policy, ToolName
+from gateway.errors import (
+    GatewayError,
+    InternalError,
+    InvalidInput,
+    Neo4jRefused,
+    QueryRejected,
+    QueryTimeout,
+    SandboxUnavailable,
+)
+from gateway.policy import CypherVersion, Limits, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
 from sandbox.wire import Notification, SandboxResult
 
@@ -51,12 +59,15 @@ class Gateway:
         audit: AuditLog | None = None,
         layers: LayerSwitches | None = None,
         database: str | None = None,
+        disabled_reason: str | None = None,
     ) -> None:
         self.policy = policy
         self.runner = runner
         self.audit = audit
         self.layers = layers or LayerSwitches()
         self.database = database
+        # Why there is no runner at all (what compose found missing, and the fix).
+        self.disabled_reason = disabled_reason
 
     # --- check -------------------------------------------------------------------------------
 
@@ -111,18 +122,20 @@ class Gateway:
         principal: Principal,
         *,
         transport: Transport = "direct",
+        query_id: str | None = None,
     ) -> ToolResult:
         """Run one agent query through every layer.
 
-        Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``Neo4jRefused``,
-        ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox died), ``Busy``
-        (at capacity for the policy's wait: nothing ran) or, when anything else fails (a bug),
-        ``InternalError`` with the query id. When no sandbox can be started at all, it answers
-        ``degraded: ["<tool>:disabled"]`` with no rows instead: the query is never run anywhere
-        else.
+        Raises ``QueryRejected``, ``InvalidInput``, ``QueryTimeout``, ``QueryCancelled``,
+        ``Neo4jRefused``, ``SandboxUnavailable`` (Neo4j unreachable from the sandbox, sandbox
+        died), ``Busy`` (at capacity for the policy's wait: nothing ran) or, when anything else
+        fails (a bug), ``InternalError`` with the query id. When no sandbox can be started at
+        all, it answers ``degraded: ["<tool>:disabled"]`` with no rows and the reason instead:
+        the query is never run anywhere else. ``query_id``: chosen by a caller that may
+        :meth:`cancel` the query from another thread.
         """
         started = time.monotonic()
-        query_id = uuid.uuid4().hex
+        query_id = query_id or uuid.uuid4().hex
         event = AuditEvent.begin(
             query_id=query_id, principal=principal.name, transport=transport, tool=tool,
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
@@ -143,7 +156,8 @@ class Gateway:
     ) -> ToolResult:
         prepared = self._prepare(tool, cypher, params, principal)
         if self.runner is None:
-            return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
+            return _disabled(query_id, tool, self.disabled_reason or "no sandbox runner is configured")
+        limits = self.policy.tool(tool).limits
         job = job_for(
             self.policy.tool(tool), query_id=query_id, cypher=prepared.plan.cypher, params=prepared.params,
             result_check=prepared.plan.result_check, database=self.database,
@@ -152,17 +166,26 @@ class Gateway:
         )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job, principal)
-        except SandboxUnavailable:
-            return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"])
+        except SandboxUnavailable as exc:
+            return _disabled(query_id, tool, exc.message)
         error = error_for(sandbox_result)
         if isinstance(error, Neo4jRefused) and prepared.plan.withhold_error_details and not error.from_original:
             error = scope.withheld_details(error)
+        if isinstance(error, QueryTimeout):
+            error = _timeout(tool, limits)
         if error is not None:
             raise error
         notifications = sandbox_result.notifications
         if prepared.plan.withhold_data_notifications:
             notifications = scope.kept_notifications(notifications)
-        return _tool_result(tool, sandbox_result, notifications)
+        return answer.fit(_tool_result(tool, sandbox_result, notifications), limits.max_bytes)
+
+    def cancel(self, query_id: str) -> bool:
+        """Stop a query :meth:`run` is running (from another thread): its sandbox is killed.
+
+        True when it was in flight; a query that has not reached the sandbox yet is refused when it does.
+        """
+        return self.runner.cancel(query_id) if self.runner is not None else False
 
     # --- schema ------------------------------------------------------------------------------
 
@@ -174,7 +197,7 @@ class Gateway:
         for key, cypher in _SCHEMA_QUERIES.items():
             result = self.run("analyze", cypher, {}, principal, transport=transport)
             if result.degraded and not result.columns:
-                return SchemaResult(degraded=result.degraded)
+                return SchemaResult(degraded=result.degraded, degradedReason=result.degradedReason)
             truncated = truncated or result.truncated
             answer[key] = [row[0] for row in result.rows if isinstance(row[0], str) and row[0] not in hidden]
         return SchemaResult(**answer, truncated=truncated)
@@ -236,6 +259,21 @@ class _Prepared(BaseModel):
     params: dict[str, Any]
     language: CypherVersion | None  # the version the guard read the query as; the job runs under it
     text: str  # the agent's query as read (Unicode spaces made ASCII): what the sandbox EXPLAINs first
+
+
+def _disabled(query_id: str, tool: ToolName, reason: str) -> ToolResult:
+    return ToolResult(queryId=query_id, tool=tool, degraded=[f"{tool}:disabled"], degradedReason=reason)
+
+
+def _timeout(tool: ToolName, limits: Limits) -> QueryTimeout:
+    # Neo4j's own message ("Retry your operation ... you should see a successful result")
+    # invites the same timeout again; say which limit was reached and what changes the outcome.
+    return QueryTimeout(
+        f"the query reached the policy's time limit ({limits.timeout_seconds:g} s for {tool}) and was stopped; "
+        "running it again will time out again. Make it do less: bound variable-length patterns (*1..3), "
+        "start from a narrower MATCH (a label and a property), aggregate earlier, add LIMIT. "
+        f"The limit itself is the policy's tools.{tool}.limits.timeout_seconds, an operator setting."
+    )
 
 
 def _tool_result(tool: ToolName, result: SandboxResult, notifications: list[Notification]) -> ToolResult:

@@ -1,7 +1,7 @@
 """The Bolt transport: the ``neo4j`` driver, READ sessions, EXPLAIN first, bounded streaming.
 
 Each job runs in one explicit READ transaction with the policy's timeout and metadata naming
-the job (``cgw_query_id``). At the policy deadline the sandbox itself, on a second connection,
+the job (``cypherGatewayQueryId``). At the policy deadline the sandbox itself, on a second connection,
 finds that transaction by its metadata and terminates it: Neo4j's own timeout lands only at its
 next monitor check (2 s by default), and closing the connection does not stop it. One second
 later it looks again; a transaction still listed is expression work Neo4j cannot interrupt, and
@@ -31,11 +31,11 @@ from sandbox.explain import (
 )
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
-from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
+from sandbox.wire import TX_METADATA_QUERY_ID, Notification, SandboxError, SandboxJob, SandboxResult
 
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
 # The metadata key that names a job's transaction, and the two commands the deadline runs.
-QUERY_ID_KEY = "cgw_query_id"
+QUERY_ID_KEY = TX_METADATA_QUERY_ID  # the runner terminates a killed sandbox's transaction by it too
 _FIND_OWN = (
     f"SHOW TRANSACTIONS YIELD transactionId, metaData WHERE metaData.{QUERY_ID_KEY} = $query_id RETURN transactionId"
 )

@@ -52,6 +52,9 @@ SCRATCH_DIR = "/tmp"
 # The unprivileged user (and group) both containers run as; docker/sandbox/Dockerfile creates it.
 SANDBOX_UID = 10001
 ENV_PREFIX = "CGW_"
+# The transaction metadata key under which a sandbox marks its Neo4j transaction with the job's
+# query id, so the runner can find and end that transaction after killing the sandbox.
+TX_METADATA_QUERY_ID = "cypherGatewayQueryId"
 
 # What the gateway's pydantic validation of these classes follows: the same strictness
 # as decode() below (pydantic reads this attribute; the sandbox never imports pydantic).
@@ -84,6 +87,7 @@ SandboxErrorCode = Literal[
     "unavailable",  # Neo4j could not be reached from the sandbox
     "invalid_job",  # the job line did not validate
     "sandbox_failed",  # the container died without answering (OOM-killed, crashed); set by the runner
+    "cancelled",  # the caller cancelled the query and the runner killed its container; set by the runner
     "internal",  # a bug in the sandbox program
 ]
 
@@ -127,7 +131,8 @@ class SandboxJob:
     max_rows: int
     max_bytes: int
     procedures_allowed: list[str] = field(default_factory=list)
-    # Layer switches exist only so tests can prove each layer holds alone.
+    # Layer switches exist so tests can prove each layer holds alone; the EXPLAIN check is also
+    # off for the runner's own constant TERMINATE job (gateway.runner.jobs.terminate_job).
     explain_check: bool = True
     scope: ScopeCheck | None = None
 

@@ -176,9 +176,13 @@ def connection_info(line: ServerLine | None = None) -> Neo4jConnection:
     line = line or line_for()
     password_file = _password_file(line)
     if not password_file.exists():
+        # Often not "never started" but "started by another user or under another HOME" (an MCP
+        # client that launches the server with its own environment): say both fixes.
         raise Neo4jSetupError(
-            f"the managed Neo4j {line.name} has no password yet ({password_file} missing): "
-            f"run `cypher-gateway neo4j start --version {line.name}`"
+            f"the managed Neo4j {line.name}'s password file {password_file} does not exist (state directory "
+            f"{state_dir()}, from CYPHER_GATEWAY_STATE or HOME). Fix: run `cypher-gateway neo4j start --version "
+            f"{line.name}` as this user; if it was started under another user or HOME, give this process that HOME "
+            "or CYPHER_GATEWAY_STATE; or set NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD for an existing Neo4j"
         )
     return Neo4jConnection(
         uri=f"bolt://127.0.0.1:{bolt_port(line)}",

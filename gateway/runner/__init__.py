@@ -5,6 +5,7 @@
     result = runner.run(job, principal)   # SandboxResult; raises Busy at capacity,
                                           # SandboxUnavailable when no sandbox can run
     error = error_for(result)             # the typed GatewayError for a failed result, or None
+    runner.cancel(job.query_id)           # from another thread: kill the job's container, end its transaction
 
 This package imports only the Docker SDK, pydantic and the wire's dataclasses: the
 ``neo4j`` driver is never loaded into the gateway process, so there is no code path by
@@ -31,12 +32,12 @@ from docker.client import DockerClient
 
 from gateway.catalogue import SANDBOX_EXPLAIN
 from gateway.domain import Principal
-from gateway.errors import GatewayError, Neo4jRefused, QueryTimeout, SandboxUnavailable
+from gateway.errors import Busy, GatewayError, Neo4jRefused, QueryCancelled, QueryTimeout, SandboxUnavailable
 from gateway.policy import SandboxPolicy
 from gateway.runner.contract import credentials_line, job_line, parse_result
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_RUNNER, StreamClosed, sandbox_spec
 from gateway.runner.forwarder import Forwarder
-from gateway.runner.jobs import job_for
+from gateway.runner.jobs import job_for, terminate_job
 from gateway.runner.pool import WarmContainer, WarmPool
 from gateway.runner.settings import RunnerSettings, settings_for
 from sandbox.wire import SandboxJob, SandboxResult, failure
@@ -60,6 +61,9 @@ RETRY_START_SECONDS = 5.0
 WATCH_SECONDS = 2.0
 # How many recent queries the runner remembers (which container ran which principal's query).
 RECORDS_KEPT = 10_000
+# A cancellation can arrive before its job does (while the guard still runs); it is remembered
+# this long, so the job is refused when it comes.
+CANCEL_MEMORY_SECONDS = 60.0
 
 
 class Runner(Protocol):
@@ -86,6 +90,8 @@ def error_for(result: SandboxResult) -> GatewayError | None:
     err = result.error
     if err.code == "timeout":
         return QueryTimeout(err.message)
+    if err.code == "cancelled":
+        return QueryCancelled(err.message)
     if err.code == "neo4j_refused":
         return Neo4jRefused(err.message, err.neo4j_code, from_original=err.from_original)
     if err.code == "explain_rejected":
@@ -114,9 +120,11 @@ class SandboxRunner:
         self._closed = False
         self._stop = threading.Event()
         self._records: deque[RunRecord] = deque(maxlen=RECORDS_KEPT)
-        self._in_flight: dict[str, WarmContainer] = {}
-        self._cancelled: set[str] = set()
         self.forwarder_restarts = 0
+        # Jobs in flight (query id -> its container, once it has one) and recent cancellations.
+        self._jobs_lock = threading.Lock()
+        self._running: dict[str, WarmContainer | None] = {}
+        self._cancelled: dict[str, float] = {}
         self._start()
         self._watcher = threading.Thread(target=self._watch, name="sandbox-forwarder-watch", daemon=True)
         self._watcher.start()
@@ -265,38 +273,74 @@ class SandboxRunner:
 
         Waits at most the policy's ``busy_wait_ms`` for a container (and for the principal's
         concurrency limit), then raises ``Busy``; raises ``SandboxUnavailable`` when no
-        sandbox can be started. ``principal`` None (harnesses): a container nobody else uses.
+        sandbox can be started. ``principal`` None (harnesses, the runner's own jobs): a
+        container nobody else uses. A job cancelled before or while it runs answers ``cancelled``.
         """
-        pool = self._ensure_started()
-        warm = pool.acquire(principal, time.monotonic() + self.policy.busy_wait_ms / 1000)
-        reusable = False
-        with self._lock:
-            self._in_flight[job.query_id] = warm
+        with self._jobs_lock:
+            if job.query_id in self._cancelled:
+                return _cancelled(job)
+            self._running[job.query_id] = None
         try:
-            self._records.append(RunRecord(job.query_id, principal.name if principal else None, warm.id, warm.uses))
-            result = self._run_in(warm, job)
-            # A container that saw anything unusual is not trusted with another query.
-            reusable = result.ok and result.error is None and not result.truncated and not result.redacted
-            return result
+            pool = self._ensure_started()
+            warm = pool.acquire(principal, time.monotonic() + self.policy.busy_wait_ms / 1000)
+            with self._jobs_lock:
+                self._running[job.query_id] = warm
+                cancelled = job.query_id in self._cancelled
+            reusable = False
+            try:
+                record = RunRecord(job.query_id, principal.name if principal else None, warm.id, warm.uses)
+                self._records.append(record)
+                result = _cancelled(job) if cancelled else self._run_in(warm, job)
+                with self._jobs_lock:
+                    # A job whose container was killed under it reports that, not the broken stream.
+                    cancelled = job.query_id in self._cancelled
+                if cancelled:
+                    return _cancelled(job)
+                # A container that saw anything unusual is not trusted with another query.
+                reusable = result.ok and result.error is None and not result.truncated and not result.redacted
+                return result
+            finally:
+                pool.release(warm, reusable=reusable)
         finally:
-            with self._lock:
-                self._in_flight.pop(job.query_id, None)
-                self._cancelled.discard(job.query_id)
-            pool.release(warm, reusable=reusable)
+            with self._jobs_lock:
+                self._running.pop(job.query_id, None)
+                self._cancelled.pop(job.query_id, None)
 
     def cancel(self, query_id: str) -> bool:
-        """Kill the container running ``query_id`` (the caller gave up); False if none is.
+        """Stop ``query_id``: kill its container and end its Neo4j transaction, or refuse the job when it arrives.
 
-        Its ``run`` then returns a ``sandbox_failed`` result saying it was cancelled.
+        Safe from any thread; returns once the transaction has ended (or could not be ended).
+        True when the job was in flight.
         """
-        with self._lock:
-            warm = self._in_flight.get(query_id)
-            if warm is None:
-                return False
-            self._cancelled.add(query_id)
+        now = time.monotonic()
+        with self._jobs_lock:
+            self._cancelled = {q: t for q, t in self._cancelled.items() if now - t < CANCEL_MEMORY_SECONDS}
+            self._cancelled[query_id] = now
+            in_flight = query_id in self._running
+            warm = self._running.get(query_id)
+        if warm is not None:
+            self._kill(warm, query_id)
+        return in_flight
+
+    def _kill(self, warm: WarmContainer, query_id: str) -> None:
+        """Kill a sandbox that holds a job, then end the job's Neo4j transaction from another sandbox.
+
+        Killing the container closes its Bolt connection, but Neo4j does not reliably end a
+        running transaction when its connection closes (measured: some ran on for minutes, until
+        their timeout); the sandbox marked the transaction with the query id, and TERMINATE
+        TRANSACTIONS by that id ends it.
+        """
         with contextlib.suppress(Exception):
             warm.container.kill()
-        return True
+        job = terminate_job(query_id, own_query_id=uuid.uuid4().hex, database=self.settings.database,
+                            timeout_seconds=self.settings.terminate_timeout_seconds)  # fmt: skip
+        try:
+            result = self.run(job)
+        except (SandboxUnavailable, Busy) as exc:
+            result = failure(job.query_id, "unavailable", exc.message)
+        if not result.ok:
+            # Neo4j still ends it at the policy's timeout, which it enforces server-side.
+            log.warning("could not end the Neo4j transaction of query %s: %s", query_id, result.error)
 
     def _run_in(self, warm: WarmContainer, job: SandboxJob) -> SandboxResult:
         wall_clock = job.timeout_seconds + self.settings.wall_clock_grace_seconds
@@ -305,8 +349,7 @@ class SandboxRunner:
             warm.reader.sock.sendall(job_line(job))
             line = warm.reader.read_stdout_line(deadline)
         except TimeoutError:
-            with contextlib.suppress(Exception):
-                warm.container.kill()
+            self._kill(warm, job.query_id)
             return failure(
                 job.query_id, "timeout", f"the sandbox did not answer within {wall_clock:g} s and was killed"
             )
@@ -356,6 +399,10 @@ class SandboxRunner:
 
 class _RuntimeMissing(Exception):
     pass
+
+
+def _cancelled(job: SandboxJob) -> SandboxResult:
+    return failure(job.query_id, "cancelled", "the query was cancelled by its caller; its sandbox was killed")
 
 
 def _close_quietly(ref: weakref.ReferenceType[SandboxRunner]) -> None:

@@ -3,6 +3,8 @@
 Limits come from the policy and nowhere else: a job's timeout, row and byte
 limits and procedure allow-list are copied from the tool's policy here. The
 query, its parameters and the result check come prepared by the scope step.
+The runner's own job, which ends the Neo4j transaction of a sandbox it killed,
+is made here too (``terminate_job``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.policy import CypherVersion, ToolPolicy
-from sandbox.wire import SandboxJob, ScopeCheck
+from sandbox.wire import TX_METADATA_QUERY_ID, SandboxJob, ScopeCheck
 
 
 def job_for(
@@ -59,3 +61,27 @@ def job_for(
 def _versioned(cypher: str, version: CypherVersion | None) -> str:
     """The text Neo4j reads in the version the guard read it as, whatever the database's default."""
     return f"CYPHER {version} {cypher}" if version else cypher
+
+
+# Gateway-written, never an agent's: the query id is the only input, as a parameter. Neo4j
+# 5.26 plans SHOW/TERMINATE TRANSACTIONS as reads, so it runs in the sandbox's READ
+# transaction; the EXPLAIN check (which refuses command operators in agent queries) is off.
+TERMINATE_CYPHER = (
+    f"SHOW TRANSACTIONS YIELD transactionId AS id, metaData WHERE metaData.{TX_METADATA_QUERY_ID} = $queryId "
+    "TERMINATE TRANSACTIONS id YIELD transactionId, message RETURN transactionId, message"
+)
+
+
+def terminate_job(query_id: str, *, own_query_id: str, database: str | None, timeout_seconds: float) -> SandboxJob:
+    """The runner's job that ends the Neo4j transaction of ``query_id`` (found by its metadata)."""
+    return SandboxJob(
+        query_id=own_query_id,
+        cypher=TERMINATE_CYPHER,
+        params={"queryId": query_id},
+        database=database,
+        timeout_seconds=timeout_seconds,
+        # One row per transaction of that query id: there is at most one.
+        max_rows=10,
+        max_bytes=10_000,
+        explain_check=False,
+    )

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from gateway import __version__
+from gateway.ops.neo4j_local import Neo4jSetupError, connection_info
 from tests.support.paths import REPO
 
 
@@ -104,3 +106,18 @@ def test_policy_lint(tmp_path: Path) -> None:
     bad.write_text((REPO / "policies" / "default.yaml").read_text().replace("max_hops: 8", "max_hop: 8"))
     result = run("policy", "lint", str(bad))
     assert result.returncode == 1 and "max_hop" in result.stdout
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"cypher-gateway {__version__}", result
+
+
+def test_a_missing_managed_password_names_the_state_directory_and_the_fixes(tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CYPHER_GATEWAY_STATE", str(tmp_path / "elsewhere"))
+        with pytest.raises(Neo4jSetupError) as raised:
+            connection_info()
+    message = str(raised.value)
+    assert str(tmp_path / "elsewhere") in message and "cypher-gateway neo4j start" in message
+    assert "CYPHER_GATEWAY_STATE" in message and "NEO4J_PASSWORD" in message

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.runner import error_for
-from sandbox.wire import SandboxError, SandboxResult
+from gateway.runner.jobs import TERMINATE_CYPHER, terminate_job
+from sandbox.wire import TX_METADATA_QUERY_ID, SandboxError, SandboxResult
 
 
 def test_error_mapping_uses_the_gateway_taxonomy() -> None:
@@ -19,6 +20,7 @@ def test_error_mapping_uses_the_gateway_taxonomy() -> None:
     assert getattr(refused, "neo4j_code", None) == "Neo.ClientError.Statement.SyntaxError"
     assert error_for(failed("timeout")).code == "timeout"  # type: ignore[union-attr]
     assert error_for(failed("explain_rejected")).code == "rejected"  # type: ignore[union-attr]
+    assert error_for(failed("cancelled")).code == "cancelled"  # type: ignore[union-attr]
     for code in ("unavailable", "sandbox_failed", "internal", "invalid_job"):
         assert error_for(failed(code)).code == "unavailable"  # type: ignore[union-attr]
     assert error_for(SandboxResult(query_id="q", ok=True)) is None
@@ -49,3 +51,10 @@ def test_jobs_and_settings_come_from_the_policy_and_the_settings() -> None:
         "query-api", 443, "https://abc.databases.neo4j.io:443",
     )  # fmt: skip
     assert "p" not in repr(hosted.neo4j_password)
+
+
+def test_the_terminate_job_is_a_constant_command_with_the_query_id_as_its_only_input() -> None:
+    job = terminate_job("q-1", own_query_id="own", database="neo4j", timeout_seconds=5)
+    assert job.cypher == TERMINATE_CYPHER and job.params == {"queryId": "q-1"} and job.query_id == "own"
+    assert f"metaData.{TX_METADATA_QUERY_ID} = $queryId" in job.cypher and "TERMINATE TRANSACTIONS" in job.cypher
+    assert job.scope is None and job.procedures_allowed == []

@@ -7,6 +7,7 @@ mapping from the core to the wire; the real path is tests/test_server_e2e.py.
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ import yaml
 from mcp import Client
 from mcp.types import TextResourceContents
 
+import gateway
 from gateway.audit import AuditLog
 from gateway.domain import Principal
 from gateway.errors import Busy
@@ -50,6 +52,8 @@ def _calls(gateway: Gateway, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
 
 def _error(result: Any) -> dict[str, Any]:
     assert result.is_error
+    # Text only: structured content would be checked against the success schema by clients.
+    assert result.structured_content is None
     body: dict[str, Any] = json.loads(result.content[0].text)["error"]
     return body
 
@@ -76,6 +80,29 @@ def test_tools_are_read_only_strict_and_structured() -> None:
     )
     assert "parameter" in tools["recall"].description and "verify" in tools["analyze"].description
     assert tools["check"].input_schema["required"] == ["cypher", "tool"]
+    for tool in tools.values():
+        assert tool.title and tool.title != tool.name
+        assert tool.annotations is not None
+        assert tool.annotations.idempotent_hint is True and tool.annotations.open_world_hint is False
+
+
+def test_server_says_its_version_and_the_workflow() -> None:
+    policy = load_policy()
+    server = build_server(Gateway(policy, None), stdio_resolver(P))
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return client.session.server_info, client.session.instructions, client.session.server_capabilities
+
+    info, instructions, capabilities = anyio.run(go)
+    assert info.name == "cypher-gateway" and info.version == gateway.__version__ == version("cypher-gateway")
+    assert instructions is not None
+    for step in ("`schema`", "`check`", "`recall`", "`analyze`", "degradedReason", '{"error"'):
+        assert step in instructions
+    assert instructions.index("`schema`") < instructions.index("`check`") < instructions.index("`analyze`")
+    limits = policy.tool("analyze").limits
+    assert f"{limits.max_rows} rows" in instructions and f"{limits.max_bytes:,} bytes" in instructions
+    assert capabilities.logging is not None  # degraded answers are also sent as log notifications
 
 
 def test_success_and_each_error_code_on_the_wire() -> None:
@@ -89,6 +116,21 @@ def test_success_and_each_error_code_on_the_wire() -> None:
     assert _error(typo)["code"] == "invalid_input" and "parms" in _error(typo)["message"]
     assert _error(unknown_tool)["code"] == "invalid_input"
     assert _error(empty)["code"] == "invalid_input"
+
+
+def test_argument_errors_name_the_argument_not_pydantic() -> None:
+    gateway = Gateway(load_policy(), Answering())
+    typo, wrong_type, bad_enum, missing = _calls(
+        gateway, ("analyze", {**COUNT, "parms": {"secret-value": 1}}), ("analyze", {**COUNT, "params": "secret-value"}),
+        ("check", {**COUNT, "tool": "delete"}), ("recall", {"params": {}}),
+    )  # fmt: skip
+    assert _error(typo)["message"] == "invalid arguments for analyze: parms: Extra inputs are not permitted"
+    assert _error(wrong_type)["message"] == "invalid arguments for analyze: params: Input should be a valid dictionary"
+    assert _error(bad_enum)["message"] == "invalid arguments for check: tool: Input should be 'recall' or 'analyze'"
+    assert _error(missing)["message"] == "invalid arguments for recall: cypher: Field required"
+    for result in (typo, wrong_type, bad_enum, missing):
+        text = result.content[0].text
+        assert "pydantic" not in text and "http" not in text and "secret-value" not in text
 
 
 @pytest.mark.parametrize(
@@ -116,7 +158,7 @@ def test_busy_is_a_tool_error_with_a_retry_hint() -> None:
         "message": "the gateway is at capacity (every sandbox is in use; waited 500 ms): nothing ran",
         "retryAfterMs": 850,
     }
-    assert busy.structured_content == {"error": _error(busy)}
+    assert busy.structured_content is None  # errors are text only: every client reads them
     assert not after.is_error
 
 
@@ -181,3 +223,24 @@ def test_an_exception_before_the_gateway_is_reached_is_typed_and_audited(tmp_pat
     assert body["code"] == "internal"
     (line,) = audit.read()
     assert (line["query_id"], line["error_code"], line["principal"]) == (body["queryId"], "internal", "unknown")
+
+
+def test_a_disabled_tool_says_why_in_the_answer_and_in_a_log_notification() -> None:
+    reason = "sandbox image cypher-gateway/sandbox:x is not present (build it: cypher-gateway images build sandbox)"
+    server = build_server(Gateway(load_policy(), None, disabled_reason=reason), stdio_resolver(P), resource_principal=P)
+    logged: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append(params)
+
+    async def go() -> tuple[Any, Any]:
+        async with Client(server, logging_callback=on_log, log_level="warning") as client:
+            return await client.call_tool("analyze", COUNT), await client.call_tool("schema", {})
+
+    analyze, schema = anyio.run(go)
+    assert not analyze.is_error
+    assert analyze.structured_content["degraded"] == ["analyze:disabled"]
+    assert analyze.structured_content["degradedReason"] == reason and analyze.structured_content["rows"] == []
+    assert schema.structured_content["degradedReason"] == reason
+    assert [entry.level for entry in logged] == ["warning", "warning"]
+    assert logged[0].data == {"degraded": ["analyze:disabled"], "reason": reason}

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gateway import answer
 from gateway.audit import AuditLog
 from gateway.domain import LayerSwitches, Principal
 from gateway.errors import (
@@ -135,3 +136,48 @@ def test_a_bug_in_any_step_answers_internal_with_the_query_id_of_its_audit_line(
         ("check", checked.value.query_id, "internal"),
     ]
     assert ran.value.code == "internal" and ran.value.query_id in ran.value.message
+
+
+def test_a_timeout_names_the_policy_limit_and_what_to_change() -> None:
+    neo4j_says = "The transaction has been terminated. Retry your operation in a new transaction, and you should see a successful result."  # noqa: E501
+    runner = Recording(error=SandboxError(code="timeout", message=neo4j_says, neo4j_code="Neo.X.TransactionTimedOut"))
+    with pytest.raises(QueryTimeout) as info:
+        Gateway(POLICY, runner).run("analyze", COUNT, {}, ALICE)
+    message = info.value.message
+    seconds = POLICY.tool("analyze").limits.timeout_seconds
+    assert f"time limit ({seconds:g} s for analyze)" in message
+    assert "LIMIT" in message and "*1..3" in message and "tools.analyze.limits.timeout_seconds" in message
+    assert "Retry" not in message and "successful result" not in message
+
+
+def test_a_disabled_answer_carries_its_reason() -> None:
+    class Gone(Recording):
+        def answer(self, job: SandboxJob) -> SandboxResult:
+            raise SandboxUnavailable("the Docker daemon is not reachable")
+
+    answered = Gateway(POLICY, Gone()).run("analyze", COUNT, {}, ALICE)
+    assert answered.degraded == ["analyze:disabled"] and answered.degradedReason == "the Docker daemon is not reachable"
+    unset = Gateway(POLICY, None, disabled_reason="the managed Neo4j's password file /x/password does not exist")
+    assert unset.run("analyze", COUNT, {}, ALICE).degradedReason == unset.disabled_reason
+
+
+def test_the_answer_is_fitted_to_the_policy_bytes() -> None:
+    limit = POLICY.tool("analyze").limits.max_bytes
+    rows = [["\U0001f600" * 1000] for _ in range(100)]  # 400 KB of UTF-8, under the sandbox's byte limit
+    runner = Recording({"columns": ["v"], "rows": rows, "row_count": 100, "bytes": 400_202})
+    fitted = Gateway(POLICY, runner).run("analyze", COUNT, {}, ALICE)
+    assert fitted.truncated and fitted.truncation == "bytes" and 0 < fitted.rowCount < 100
+    assert answer.model_size(fitted) <= limit
+
+
+def test_cancel_is_passed_to_the_runner() -> None:
+    class Cancellable(Recording):
+        cancelled: list[str] = []
+
+        def cancel(self, query_id: str) -> bool:
+            self.cancelled.append(query_id)
+            return True
+
+    runner = Cancellable()
+    assert Gateway(POLICY, runner).cancel("q-1") is True and runner.cancelled == ["q-1"]
+    assert Gateway(POLICY, None).cancel("q-2") is False
