@@ -33,6 +33,8 @@ from gateway.paths import REPO_ROOT, cache_dir, state_dir
 POM_PATH = REPO_ROOT / "docker" / "neo4j" / "pom.xml"
 DEFAULT_BOLT_PORT = 17687
 DEFAULT_HTTP_PORT = 17474
+# The host name a TLS-mode managed server is reached by: its certificate must name it.
+TLS_HOST = "localhost"
 USER = "neo4j"
 DATABASE = "neo4j"
 START_TIMEOUT_S = 180.0
@@ -101,12 +103,17 @@ def connection_info() -> Neo4jConnection:
         raise Neo4jSetupError(
             f"the managed Neo4j has no password yet ({password_file} missing): run `cypher-gateway neo4j start`"
         )
+    if (_tls_dir(home_dir()) / "public.crt").exists():
+        # A TLS server is reached by the name its certificate carries.
+        bolt, http = f"bolt+s://{TLS_HOST}:{bolt_port()}", f"https://{TLS_HOST}:{http_port()}"
+    else:
+        bolt, http = f"bolt://127.0.0.1:{bolt_port()}", f"http://127.0.0.1:{http_port()}"
     return Neo4jConnection(
-        uri=f"bolt://127.0.0.1:{bolt_port()}",
+        uri=bolt,
         user=USER,
         password=password_file.read_text(encoding="utf-8").strip(),
         database=DATABASE,
-        http_uri=f"http://127.0.0.1:{http_port()}",
+        http_uri=http,
     )
 
 
@@ -207,17 +214,21 @@ _JVM_ADDITIONAL = (
 )
 
 
-def render_conf(*, listen: str, bolt: int, http: int | None) -> str:
-    """The neo4j.conf we run with; shared by the managed server and the container image."""
+def render_conf(*, listen: str, bolt: int, http: int | None, tls: Path | None = None) -> str:
+    """The neo4j.conf we run with; shared by the managed server and the container image.
+
+    ``tls``: a directory holding ``private.key`` and ``public.crt``; Bolt then requires TLS and the
+    HTTP port serves HTTPS only (see :func:`tls_conf`).
+    """
     lines = [
         "# Written by cypher-gateway; regenerated on every start.",
         f"server.default_listen_address={listen}",
         f"server.bolt.listen_address={listen}:{bolt}",
-        "server.bolt.tls_level=DISABLED",
+        *(tls_conf(tls, listen=listen, http=http) if tls else ["server.bolt.tls_level=DISABLED"]),
         # HTTP only for the Query API transport; bound like Bolt.
-        f"server.http.enabled={'true' if http else 'false'}",
-        *([f"server.http.listen_address={listen}:{http}"] if http else []),
-        "server.https.enabled=false",
+        f"server.http.enabled={'true' if http and not tls else 'false'}",
+        *([f"server.http.listen_address={listen}:{http}"] if http and not tls else []),
+        *([] if tls else ["server.https.enabled=false"]),
         "dbms.security.auth_enabled=true",
         # Small machine: 2 cores, shared with Docker and the tests.
         "server.memory.heap.initial_size=512m",
@@ -237,11 +248,54 @@ def render_conf(*, listen: str, bolt: int, http: int | None) -> str:
     return "\n".join(lines)
 
 
-def _write_conf(home: Path) -> None:
+def tls_conf(certificates: Path, *, listen: str, http: int | None) -> list[str]:
+    """neo4j.conf lines for a server that speaks only TLS: Bolt with TLS required, HTTPS instead of HTTP.
+
+    ``certificates`` holds ``private.key`` (PKCS#8 PEM) and ``public.crt`` (the PEM chain, leaf
+    first). No client certificates are asked for. Only the managed server's TLS mode uses this: the
+    tests that prove the sandbox keeps TLS to a server that refuses anything else.
+    """
+    lines = ["server.bolt.tls_level=REQUIRED"]
+    if http:
+        lines += ["server.https.enabled=true", f"server.https.listen_address={listen}:{http}"]
+    for scope in ("bolt", "https"):
+        lines += [
+            f"dbms.ssl.policy.{scope}.enabled=true",
+            f"dbms.ssl.policy.{scope}.base_directory={certificates}",
+            f"dbms.ssl.policy.{scope}.private_key=private.key",
+            f"dbms.ssl.policy.{scope}.public_certificate=public.crt",
+            f"dbms.ssl.policy.{scope}.client_auth=NONE",
+        ]
+    return lines
+
+
+def _tls_dir(home: Path) -> Path:
+    return home / "certificates"
+
+
+def _install_tls(home: Path, source: Path | None) -> Path | None:
+    """Copy the key and certificate from ``source`` into the home (None: remove them, plaintext)."""
+    target = _tls_dir(home)
+    if source is None:
+        shutil.rmtree(target, ignore_errors=True)
+        return None
+    missing = [name for name in ("private.key", "public.crt") if not (source / name).is_file()]
+    if missing:
+        raise Neo4jSetupError(f"--tls {source}: {', '.join(missing)} missing (PEM files)")
+    # Neo4j wants a trusted/ directory even when it asks for no client certificates.
+    (target / "trusted").mkdir(parents=True, exist_ok=True)
+    for name in ("private.key", "public.crt"):
+        shutil.copyfile(source / name, target / name)
+    (target / "private.key").chmod(0o600)
+    return target
+
+
+def _write_conf(home: Path, tls: Path | None = None) -> None:
     for sub in ("conf", "data", "logs", "run", "plugins", "import"):
         (home / sub).mkdir(parents=True, exist_ok=True)
+    certificates = _install_tls(home, tls)
     (home / "conf" / "neo4j.conf").write_text(
-        render_conf(listen="127.0.0.1", bolt=bolt_port(), http=http_port()), encoding="utf-8"
+        render_conf(listen="127.0.0.1", bolt=bolt_port(), http=http_port(), tls=certificates), encoding="utf-8"
     )
     lib_link = home / "lib"
     if (lib_link.is_symlink() or lib_link.exists()) and lib_link.resolve() != lib_dir().resolve():
@@ -312,6 +366,9 @@ def wait_until_ready(connection: Neo4jConnection, timeout_s: float = START_TIMEO
     """Block until the driver's ``verify_connectivity()`` passes."""
     import neo4j
 
+    # Readiness, not trust: a TLS server is probed accepting any certificate (+ssc); whoever
+    # connects for real checks the certificate against their own CA.
+    probe_uri = connection.uri.replace("+s://", "+ssc://")
     deadline = time.monotonic() + timeout_s
     last_error: Exception | None = None
     next_report = time.monotonic() + 10
@@ -319,7 +376,7 @@ def wait_until_ready(connection: Neo4jConnection, timeout_s: float = START_TIMEO
         if pid is not None and _running_pid() is None:
             raise Neo4jSetupError(f"Neo4j exited during start-up; see {home_dir() / 'logs' / 'console.log'}")
         try:
-            with neo4j.GraphDatabase.driver(connection.uri, auth=(connection.user, connection.password)) as driver:
+            with neo4j.GraphDatabase.driver(probe_uri, auth=(connection.user, connection.password)) as driver:
                 driver.verify_connectivity()
             return
         except Exception as exc:  # the server is still coming up: any failure means "not yet"
@@ -331,17 +388,24 @@ def wait_until_ready(connection: Neo4jConnection, timeout_s: float = START_TIMEO
     raise Neo4jSetupError(f"Neo4j did not answer on {connection.uri} within {timeout_s:.0f} s: {last_error}")
 
 
-def start() -> Neo4jConnection:
-    """Fetch (once), configure and start the managed Neo4j, or reuse the running one."""
+def start(tls: Path | None = None) -> Neo4jConnection:
+    """Fetch (once), configure and start the managed Neo4j, or reuse the running one.
+
+    ``tls``: a directory with ``private.key`` and ``public.crt``: the server then speaks only TLS
+    (Bolt TLS required, HTTPS instead of HTTP) and is reached as ``bolt+s://localhost:<port>``.
+    """
     home = home_dir()
     pid = _running_pid()
     if pid is not None:
+        if (tls is not None) != (_tls_dir(home) / "public.crt").exists():
+            wanted = "with" if tls is not None else "without"
+            raise Neo4jSetupError(f"the managed Neo4j is running, but not {wanted} TLS: stop it first")
         connection = connection_info()
         wait_until_ready(connection, pid=pid)
         _say(f"already running (pid {pid}) on {connection.uri}")
         return connection
     fetch_neo4j()
-    _write_conf(home)
+    _write_conf(home, tls)
     _set_initial_password(home)
     command = _launch_command(home)
     log_path = home / "logs" / "console.log"
@@ -395,7 +459,10 @@ def status() -> dict[str, Any]:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("neo4j", help="manage the local Neo4j 5.26 Community server")
     actions = parser.add_subparsers(dest="neo4j_action", required=True, metavar="ACTION")
-    actions.add_parser("start", help="fetch (once), configure and start; reuses a running server")
+    start_parser = actions.add_parser("start", help="fetch (once), configure and start; reuses a running server")
+    start_parser.add_argument(
+        "--tls", type=Path, metavar="DIR", help="speak only TLS, with DIR/private.key and DIR/public.crt (PEM)"
+    )
     actions.add_parser("stop", help="stop the managed server")
     status_parser = actions.add_parser("status", help="is it running, and how to reach it")
     status_parser.add_argument("--json", action="store_true", help="print connection facts as JSON")
@@ -405,7 +472,7 @@ def register(subparsers: Any) -> None:
 def _handle(args: argparse.Namespace) -> int:
     try:
         if args.neo4j_action == "start":
-            connection = start()
+            connection = start(tls=args.tls)
             print(json.dumps({"uri": connection.uri, "user": connection.user, "database": connection.database}))
             return 0
         if args.neo4j_action == "stop":
