@@ -1,4 +1,10 @@
-"""The Bolt transport: the ``neo4j`` driver, READ sessions, EXPLAIN first, bounded streaming."""
+"""The Bolt transport: the ``neo4j`` driver, READ sessions, EXPLAIN first, bounded streaming.
+
+The driver always gets a ``bolt://`` URI (direct: no routing table, whose addresses the
+sandbox could not reach anyway) and, for TLS, its own ``ssl_context`` from sandbox/tls.py:
+the handshake runs inside the sandbox, end to end with the real server, and checks the
+certificate against the real host name while the bytes go through the shim and the socket.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from sandbox.explain import (
 )
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
+from sandbox.tls import client_context, tls_failure
 from sandbox.wire import Notification, SandboxError, SandboxJob, SandboxResult
 
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
@@ -49,8 +56,18 @@ def classify(exc: BaseException) -> SandboxError:
         if "TransactionTimedOut" in code or ("Transaction.Terminated" in code and "timeout" in message.lower()):
             return SandboxError(code="timeout", message=message, neo4j_code=code)
         return SandboxError(code="neo4j_refused", message=message, neo4j_code=code or None)
+    tls = tls_failure(exc)
+    if tls is not None:
+        return SandboxError(code="unavailable", message=f"Neo4j could not be reached over TLS: {tls}")
     if isinstance(exc, ServiceUnavailable | SessionExpired):
-        return SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}")
+        message = f"Neo4j could not be reached: {exc}"
+        if "incomplete handshake" in str(exc):
+            # What a TLS-only server does with a plaintext Bolt handshake (and a closed port
+            # behind the forwarder looks the same from here).
+            message += (
+                "; the connection closed in the Bolt handshake: is Neo4j down, or does it require TLS (bolt+s://)?"
+            )
+        return SandboxError(code="unavailable", message=message)
     if isinstance(exc, DriverError):
         return SandboxError(code="unavailable", message=f"driver error: {type(exc).__name__}: {exc}")
     return SandboxError(code="internal", message=f"{type(exc).__name__}: {exc}")
@@ -68,8 +85,18 @@ class BoltBackend:
             uri = f"bolt://127.0.0.1:{self._shim.port}"
         else:
             uri = str(config.neo4j_uri)
+        self.warm_error: SandboxError | None = None
+        self.driver: neo4j.Driver | None = None
+        try:
+            context = client_context(config.tls, config.server_name(), config.tls_ca_file)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            # Never a plaintext fallback: without its TLS context there is no driver at all,
+            # and every job answers this error.
+            self.warm_error = SandboxError(code="unavailable", message=f"the TLS CA file cannot be used: {exc}")
+            return
         self.driver = neo4j.GraphDatabase.driver(
             uri,
+            ssl_context=context,  # None: plaintext (tls off)
             auth=(config.neo4j_user, config.neo4j_password.get_secret_value()),
             max_connection_pool_size=2,
             connection_timeout=3.0,
@@ -78,10 +105,11 @@ class BoltBackend:
             max_transaction_retry_time=0.0,
             user_agent="cypher-gateway-sandbox/1",
         )
-        self.warm_error: SandboxError | None = None
 
     def warm(self) -> None:
         """Connect and authenticate now, so a job pays only for its own round trips."""
+        if self.driver is None:
+            return  # warm_error says why there is no driver
         try:
             self.driver.verify_connectivity()
             self.warm_error = None
@@ -95,6 +123,9 @@ class BoltBackend:
 
     def run(self, job: SandboxJob) -> SandboxResult:
         started = time.perf_counter()
+        if self.driver is None:
+            return SandboxResult(query_id=job.query_id, ok=False, error=self.warm_error)
+        driver = self.driver
         collector = RowCollector(job.max_rows, job.max_bytes)
         meta: dict[str, Any] = {}
 
@@ -116,7 +147,7 @@ class BoltBackend:
             meta["notifications"] = _notifications(summary)
 
         try:
-            with self.driver.session(
+            with driver.session(
                 database=job.database or self.config.database,
                 default_access_mode=neo4j.READ_ACCESS,
                 fetch_size=self.config.fetch_size,
@@ -142,6 +173,7 @@ class BoltBackend:
         )
 
     def close(self) -> None:
-        self.driver.close()
+        if self.driver is not None:
+            self.driver.close()
         if self._shim is not None:
             self._shim.close()

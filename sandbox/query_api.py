@@ -1,8 +1,9 @@
 """The Query API transport (HTTPS, for hosted Neo4j), through the same one-host forwarder.
 
 httpx dials the forwarder's Unix socket directly (``HTTPTransport(uds=…)``);
-TLS is negotiated end to end with the real host name, so the forwarder sees
-only ciphertext and the certificate is checked against the configured URL.
+over https, TLS is negotiated end to end with the real host name using the
+context of sandbox/tls.py (the CA file, else the system trust store), so the
+forwarder sees only ciphertext and the certificate is checked against that name.
 
 Differences from Bolt, stated plainly: the Query API reports no query type, so
 the EXPLAIN check refuses any updating operator in the plan instead; it has no
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import time
 from typing import Any
 
@@ -28,6 +30,7 @@ from sandbox.explain import (
     check_procedures,
 )
 from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
+from sandbox.tls import client_context, tls_failure
 from sandbox.wire import SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
 
 TYPED_JSON = "application/vnd.neo4j.query"
@@ -113,21 +116,42 @@ def from_typed(value: Any) -> JsonValue:
     return {TYPE_KEY: "unknown", "repr": json.dumps(value)[:200]}
 
 
+def _unreachable(exc: httpx.HTTPError) -> str:
+    tls = tls_failure(exc)
+    return f"Neo4j could not be reached over TLS: {tls}" if tls else f"Neo4j could not be reached: {exc}"
+
+
 class QueryApiBackend:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
-        transport = httpx.HTTPTransport(uds=config.neo4j_socket) if config.neo4j_socket else httpx.HTTPTransport()
-        self.client = httpx.Client(transport=transport)
         self.warm_error: SandboxError | None = None
+        self.setup_error: SandboxError | None = None
+        context: ssl.SSLContext | None = None
+        try:
+            context = client_context(config.tls, config.server_name(), config.tls_ca_file)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            # Never a fallback to httpx's own trust store: every job answers this error instead.
+            self.setup_error = SandboxError(code="unavailable", message=f"the TLS CA file cannot be used: {exc}")
+        # Our context for https; a plain http URL (tls off) never uses httpx's default.
+        verify: ssl.SSLContext | bool = context if context is not None else True
+        transport = (
+            httpx.HTTPTransport(uds=config.neo4j_socket, verify=verify)
+            if config.neo4j_socket
+            else httpx.HTTPTransport(verify=verify)
+        )
+        self.client = httpx.Client(transport=transport)
 
     def warm(self) -> None:
+        if self.setup_error is not None:
+            self.warm_error = self.setup_error
+            return
         # Open the connection (and TLS session) before the job: a cheap authenticated request.
         probe = SandboxJob(query_id="warm", cypher="RETURN 1", timeout_seconds=3.0, max_rows=1, max_bytes=64)
         try:
             self._post(probe, "RETURN 1", cap=64 * 1024)
             self.warm_error = None
         except httpx.HTTPError as exc:
-            self.warm_error = SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}")
+            self.warm_error = SandboxError(code="unavailable", message=_unreachable(exc))
         except _Refused as exc:
             self.warm_error = SandboxError(code="unavailable", message=exc.message, neo4j_code=exc.code)
 
@@ -153,6 +177,8 @@ class QueryApiBackend:
 
     def run(self, job: SandboxJob) -> SandboxResult:
         started = time.perf_counter()
+        if self.setup_error is not None:
+            return SandboxResult(query_id=job.query_id, ok=False, error=self.setup_error)
         self.client.timeout = httpx.Timeout(job.timeout_seconds)
         cap = job.max_bytes * RESPONSE_CAP_FACTOR + 65536
         try:
@@ -173,7 +199,7 @@ class QueryApiBackend:
         except httpx.TimeoutException:
             return failure(job.query_id, "timeout", "the Query API did not answer in time")
         except httpx.HTTPError as exc:
-            return failure(job.query_id, "unavailable", f"Neo4j could not be reached: {exc}")
+            return failure(job.query_id, "unavailable", _unreachable(exc))
         data = body.get("data") or {}
         collector = RowCollector(job.max_rows, job.max_bytes, convert=from_typed)
         for values in data.get("values") or []:

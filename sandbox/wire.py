@@ -34,6 +34,8 @@ FORWARDER_READY = "forwarder: listening"
 # The forwarder's Unix socket, on a volume it shares with the sandboxes: their only way out.
 SOCKET_DIR = "/run/cgw"
 SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
+# A configured CA file (PEM) is mounted read-only here, in the sandbox only.
+CA_FILE_PATH = "/run/cgw-tls/ca.pem"
 # The unprivileged user (and group) both containers run as; docker/sandbox/Dockerfile creates it.
 SANDBOX_UID = 10001
 ENV_PREFIX = "CGW_"
@@ -51,6 +53,15 @@ class SandboxEnv(StrEnum):
     NEO4J_PASSWORD_FILE = "CGW_NEO4J_PASSWORD_FILE"  # noqa: S105 (a variable name) -- a mounted secret instead
     DATABASE = "CGW_DATABASE"
     FETCH_SIZE = "CGW_FETCH_SIZE"
+    TLS = "CGW_TLS"  # a TlsMode; the default is "off"
+    TLS_SERVER_NAME = "CGW_TLS_SERVER_NAME"  # the name the certificate is checked against (the real host)
+    TLS_CA_FILE = "CGW_TLS_CA_FILE"  # a PEM CA file (CA_FILE_PATH in a container); unset: the system trust store
+
+
+# TLS from the sandbox to Neo4j: "off" (bolt://, neo4j://, http://); "verify" (+s, https: the
+# certificate must chain to the CA file or the system trust store and name the server);
+# "trust-all" (+ssc: any certificate, still encrypted). gateway/config.py maps URI schemes to it.
+TlsMode = Literal["off", "verify", "trust-all"]
 
 
 Truncation = Literal["rows", "bytes"]

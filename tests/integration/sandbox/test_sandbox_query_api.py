@@ -22,9 +22,7 @@ def query_api_runner(
     assert neo4j_connection.http_uri, "the managed Neo4j reports no HTTP address for the Query API"
     http = urlparse(neo4j_connection.http_uri)
     runner = SandboxRunner(
-        runner_settings(
-            transport="query-api", query_api_scheme="http", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1
-        )
+        runner_settings(transport="query-api", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1)
     )
     assert runner.wait_ready(60), runner.available()
     yield runner
