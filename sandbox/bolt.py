@@ -16,13 +16,7 @@ import neo4j
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
 from sandbox.config import SandboxConfig
-from sandbox.explain import (
-    ExplainRejected,
-    check_no_external_access,
-    check_operators_read_only,
-    check_procedures,
-    check_query_type,
-)
+from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
 from sandbox.tls import client_context, tls_failure
@@ -134,9 +128,7 @@ class BoltBackend:
             if job.explain_check:
                 plan_summary = tx.run("EXPLAIN " + job.cypher, job.params).consume()
                 check_query_type(plan_summary.query_type)
-                check_operators_read_only(plan_summary.plan)
-                check_procedures(plan_summary.plan, job.procedures_allowed)
-                check_no_external_access(plan_summary.plan)
+                check_plan(plan_summary.plan, job.procedures_allowed)
             result = tx.run(job.cypher, job.params)
             meta["columns"] = list(result.keys())
             for record in result:

@@ -11,7 +11,7 @@ import pytest
 
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers
-from tests.support.graph import count_label, unique_label
+from tests.support.graph import count_label, fingerprint, unique_label
 from tests.support.jobs import SettingsFactory, make_job
 
 
@@ -46,3 +46,19 @@ def test_query_api_truncates_and_refuses_writes(query_api_runner: SandboxRunner,
     refused = query_api_runner.run(make_job(f"CREATE (:{pwned})", explain_check=False))
     assert refused.error is not None and refused.error.neo4j_code == "Neo.ClientError.Statement.AccessMode"
     assert count_label(neo4j_driver, pwned) == 0
+
+
+def test_the_explain_check_alone_refuses_a_locking_merge_on_the_query_api(
+    query_api_runner: SandboxRunner, neo4j_driver: Any, seeded: str
+) -> None:
+    # The guard is off (the job goes straight to the runner) and the Query API of 5.26 reports no
+    # query type: the plan's operators are all that stands before READ mode. This MERGE plans a
+    # LockingMerge, not a Merge.
+    cypher = f"MATCH (a:{seeded} {{i: 1}}), (b:{seeded} {{i: 3}}) MERGE (a)-[:CGW_PWNED]->(b) RETURN a.i AS i"
+    before = fingerprint(neo4j_driver, seeded)
+    result = query_api_runner.run(make_job(cypher))
+    assert not result.ok and not result.rows
+    assert result.error is not None and result.error.code == "explain_rejected", result.error
+    assert "LockingMerge" in result.error.message
+    after = fingerprint(neo4j_driver, seeded)
+    assert (after["relationships"], after["checksum"]) == (before["relationships"], before["checksum"])
