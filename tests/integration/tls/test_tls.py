@@ -75,11 +75,13 @@ def test_bolt_s_and_neo4j_s_answer_verified_against_the_ca_file(
     assert result.rows == [[1], [2], [3]] and not result.degraded
 
 
+@pytest.mark.parametrize("scheme", ["bolt+ssc", "neo4j+ssc"])
 def test_ssc_accepts_the_servers_certificate_without_a_ca(
-    tls_neo4j: TlsNeo4j, sandbox_image: str, tmp_path: Path
+    tls_neo4j: TlsNeo4j, sandbox_image: str, tmp_path: Path, scheme: str
 ) -> None:
-    uri = f"bolt+ssc://{TLS_HOST}:{tls_neo4j.bolt_port}"
+    uri = f"{scheme}://{TLS_HOST}:{tls_neo4j.bolt_port}"
     with gateway_for(tls_neo4j.connection, sandbox_image, tmp_path, uri) as composed:
+        assert composed.runner is not None and composed.runner.settings.tls == "trust-all"
         assert _answer(composed, "RETURN 1 AS x").rows == [[1]]
 
 
