@@ -85,8 +85,8 @@ def _start_runner(settings: GatewaySettings, policy: Policy) -> tuple[SandboxRun
     try:
         target = neo4j_target(settings)
     except ConfigError as exc:
-        if settings.neo4j_uri is not None:
-            raise  # an explicit but incomplete Neo4j configuration is a start-up error
+        if settings.neo4j_uri is not None or settings.neo4j_ca_file is not None:
+            raise  # an explicit but incomplete (or TLS-contradicting) Neo4j configuration is a start-up error
         return None, settings.neo4j_database, [str(exc)]
     problems: list[str] = []
     problem = unreachable(target.host, target.port)

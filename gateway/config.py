@@ -13,6 +13,8 @@ Secrets are ``SecretStr``: printing the settings never shows them.
 from __future__ import annotations
 
 import os
+import ssl
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -30,11 +32,22 @@ from pydantic_settings import (
 from gateway.errors import SetupError
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH
+from sandbox.wire import SANDBOX_UID, TlsMode
 
 if TYPE_CHECKING:
     from gateway.ops.neo4j_local import Neo4jConnection
 
 CONFIG_FILE_ENV = "GATEWAY_CONFIG"
+
+# What each accepted URI scheme asks of TLS, from inside the sandbox to the server. neo4j:// URIs
+# are served like bolt:// (direct, no routing table: the sandbox reaches one host:port only);
+# +s verifies the certificate (neo4j_ca_file, else the system trust store) against the URI's
+# host name; +ssc accepts any certificate, as the driver does, and still encrypts.
+TLS_BY_SCHEME: dict[str, TlsMode] = {
+    "bolt": "off", "neo4j": "off", "http": "off",
+    "bolt+s": "verify", "neo4j+s": "verify", "https": "verify",
+    "bolt+ssc": "trust-all", "neo4j+ssc": "trust-all",
+}  # fmt: skip
 
 
 class ConfigError(SetupError):
@@ -59,6 +72,9 @@ class GatewaySettings(BaseSettings):
     neo4j_database: str | None = Field(default=None, validation_alias=_alias("NEO4J_DATABASE"))
     # "bolt" or the HTTPS Query API (hosted instances that expose no Bolt port).
     neo4j_transport: str = "bolt"
+    # A PEM CA file the server's certificate must chain to (+s and https URIs); None: the system
+    # trust store. Mounted read-only into each sandbox.
+    neo4j_ca_file: Path | None = Field(default=None, validation_alias=_alias("NEO4J_CA_FILE"))
 
     # --- policy, sandbox ---
     policy_file: Path = DEFAULT_POLICY_PATH
@@ -98,8 +114,11 @@ class GatewaySettings(BaseSettings):
         if value is None:
             return None
         parts = urlsplit(value)
-        if parts.scheme not in ("bolt", "neo4j", "bolt+s", "neo4j+s", "http", "https") or not parts.hostname:
-            raise ValueError("must look like bolt://host:7687 (or https://host for the Query API)")
+        if parts.scheme not in TLS_BY_SCHEME or not parts.hostname:
+            raise ValueError(
+                "must look like bolt://host:7687 (bolt, bolt+s, bolt+ssc, neo4j, neo4j+s, neo4j+ssc; "
+                "or https://host for the Query API)"
+            )
         return value
 
     @field_validator("stdio_scope", mode="before")
@@ -163,17 +182,28 @@ def _describe(exc: ValidationError) -> str:
 
 
 class Neo4jTarget:
-    """Where the sandbox's forwarder connects. The password stays a SecretStr."""
+    """Where the sandbox's forwarder connects, and how TLS is kept to it. The password stays a SecretStr."""
 
     def __init__(
-        self, host: str, port: int, user: str, password: SecretStr, database: str | None, scheme: str = "bolt"
+        self,
+        host: str,
+        port: int,
+        user: str,
+        password: SecretStr,
+        database: str | None,
+        scheme: str = "bolt",
+        ca_file: Path | None = None,
     ) -> None:
         self.host, self.port, self.user, self.password, self.database = host, port, user, password, database
-        # The URI's scheme: "http" or "https" say how the Query API transport reaches the server.
         self.scheme = scheme
+        self.tls: TlsMode = TLS_BY_SCHEME[scheme]
+        self.ca_file = ca_file
 
     def __repr__(self) -> str:
-        return f"Neo4jTarget(host={self.host!r}, port={self.port}, user={self.user!r}, database={self.database!r})"
+        return (
+            f"Neo4jTarget(host={self.host!r}, port={self.port}, user={self.user!r}, database={self.database!r}, "
+            f"tls={self.tls!r})"
+        )
 
 
 def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
@@ -185,7 +215,8 @@ def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
             conn = neo4j_local.connection_info()
         except neo4j_local.Neo4jSetupError as exc:
             raise ConfigError(f"neo4j_uri is not set and the managed Neo4j is not ready: {exc}") from exc
-        uri, user, password = conn.uri, conn.user, SecretStr(conn.password)
+        managed = conn.http_uri if settings.neo4j_transport == "query-api" and conn.http_uri else conn.uri
+        uri, user, password = managed, conn.user, SecretStr(conn.password)
         database = settings.neo4j_database or conn.database
     else:
         if settings.neo4j_password is None:
@@ -195,7 +226,53 @@ def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
     parts = urlsplit(uri)
     default_port = 443 if parts.scheme == "https" else 7474 if parts.scheme == "http" else 7687
     host, port = parts.hostname or "127.0.0.1", parts.port or default_port
-    return Neo4jTarget(host, port, user, password, database, scheme=parts.scheme)
+    tls = TLS_BY_SCHEME.get(parts.scheme)
+    if tls is None:
+        raise ConfigError(f"the managed Neo4j reports a URI scheme the gateway does not know: {parts.scheme}")
+    if (parts.scheme in ("http", "https")) != (settings.neo4j_transport == "query-api"):
+        # A scheme read one way by the settings and another by the transport could lose TLS unseen.
+        raise ConfigError(
+            f"neo4j_uri {parts.scheme}:// does not fit neo4j_transport = {settings.neo4j_transport}: "
+            "the Query API takes https:// (or http://), Bolt takes bolt:// or neo4j:// (+s, +ssc)"
+        )
+    if settings.neo4j_ca_file is not None:
+        _check_ca_file(settings.neo4j_ca_file, parts.scheme, tls)
+    ca_file = settings.neo4j_ca_file.resolve() if settings.neo4j_ca_file else None  # Docker mounts absolute paths
+    return Neo4jTarget(host, port, user, password, database, scheme=parts.scheme, ca_file=ca_file)
+
+
+def _check_ca_file(path: Path, scheme: str, tls: TlsMode) -> None:
+    """Stop the start unless the CA file can be honoured exactly as configured (never a silent downgrade)."""
+    if tls == "off":
+        raise ConfigError(
+            f"neo4j_ca_file is set but neo4j_uri is {scheme}://, which is not encrypted: "
+            "use bolt+s:// or neo4j+s:// (https:// for the Query API), or unset neo4j_ca_file"
+        )
+    if tls == "trust-all":
+        raise ConfigError(
+            f"neo4j_ca_file is set but neo4j_uri is {scheme}://, which accepts any certificate: "
+            f"use {scheme.replace('+ssc', '+s')}:// to verify against the CA file, or unset neo4j_ca_file"
+        )
+    try:
+        info = path.stat()
+        ssl.create_default_context(cafile=str(path))
+    except FileNotFoundError:
+        raise ConfigError(f"neo4j_ca_file: {path} does not exist") from None
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise ConfigError(f"neo4j_ca_file: {path} holds no PEM certificate that TLS can use ({exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"neo4j_ca_file: {path} is not a regular file")
+    # The sandbox reads it as its own unprivileged user, through a read-only bind mount.
+    readable = (
+        info.st_mode & stat.S_IROTH
+        or (info.st_uid == SANDBOX_UID and info.st_mode & stat.S_IRUSR)
+        or (info.st_gid == SANDBOX_UID and info.st_mode & stat.S_IRGRP)
+    )
+    if not readable:
+        raise ConfigError(
+            f"neo4j_ca_file: {path} is not readable by the sandbox's user (uid {SANDBOX_UID}): "
+            "make it world-readable (a CA certificate is public)"
+        )
 
 
 def connection_settings(connection: Neo4jConnection, **overrides: Any) -> GatewaySettings:

@@ -5,7 +5,7 @@ method of the core in a worker thread (the runner blocks), and maps the result
 or the typed error to the wire (``gateway.answer`` says what a result looks like
 as sent). Errors are tool results with ``isError`` whose text is the JSON body
 ``{"error": {"code", "message", "rule"?, "reason"?}}`` and which carry no
-structured content (docs/decisions/0008), never exceptions that end the
+structured content (docs/decisions/0012), never exceptions that end the
 session. A cancelled ``recall``/``analyze`` kills its sandbox.
 """
 
@@ -162,7 +162,7 @@ def error_result(exc: GatewayError) -> CallToolResult:
 
     Structured content would have to match the tool's output schema (the success shape): several
     clients validate an error's structured content against it and then show only the validation
-    failure, never the rule. Text is the one shape all of them pass through (decisions/0008).
+    failure, never the rule. Text is the one shape all of them pass through (decisions/0012).
     """
     body = ErrorBody(code=exc.code, message=exc.message)
     if isinstance(exc, QueryRejected):

@@ -7,6 +7,11 @@ next monitor check (2 s by default), and closing the connection does not stop it
 later it looks again; a transaction still listed is expression work Neo4j cannot interrupt, and
 the answer says so. Only this code runs those two commands, with the job's own id; agent queries
 can do neither (the guard and the EXPLAIN check refuse SHOW and TERMINATE).
+
+The driver always gets a ``bolt://`` URI (direct: no routing table, whose addresses the
+sandbox could not reach anyway) and, for TLS, its own ``ssl_context`` from sandbox/tls.py:
+the handshake runs inside the sandbox, end to end with the real server, and checks the
+certificate against the real host name while the bytes go through the shim and the socket.
 """
 
 from __future__ import annotations
@@ -22,15 +27,10 @@ import neo4j
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
 from sandbox.config import SandboxConfig
-from sandbox.explain import (
-    ExplainRejected,
-    check_no_external_access,
-    check_operators_read_only,
-    check_procedures,
-    check_query_type,
-)
+from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
+from sandbox.tls import client_context, tls_failure
 from sandbox.wire import TX_METADATA_QUERY_ID, Notification, SandboxError, SandboxJob, SandboxResult
 
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
@@ -171,8 +171,18 @@ def classify(exc: BaseException) -> SandboxError:
         if "TransactionTimedOut" in code or ("Transaction.Terminated" in code and "timeout" in message.lower()):
             return SandboxError(code="timeout", message=message, neo4j_code=code)
         return SandboxError(code="neo4j_refused", message=message, neo4j_code=code or None)
+    tls = tls_failure(exc)
+    if tls is not None:
+        return SandboxError(code="unavailable", message=f"Neo4j could not be reached over TLS: {tls}")
     if isinstance(exc, ServiceUnavailable | SessionExpired):
-        return SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}")
+        message = f"Neo4j could not be reached: {exc}"
+        if "incomplete handshake" in str(exc):
+            # What a TLS-only server does with a plaintext Bolt handshake (and a closed port
+            # behind the forwarder looks the same from here).
+            message += (
+                "; the connection closed in the Bolt handshake: is Neo4j down, or does it require TLS (bolt+s://)?"
+            )
+        return SandboxError(code="unavailable", message=message)
     if isinstance(exc, DriverError):
         return SandboxError(code="unavailable", message=f"driver error: {type(exc).__name__}: {exc}")
     return SandboxError(code="internal", message=f"{type(exc).__name__}: {exc}")
@@ -198,8 +208,18 @@ class BoltBackend:
             uri = f"bolt://127.0.0.1:{self._shim.port}"
         else:
             uri = str(config.neo4j_uri)
+        self.warm_error: SandboxError | None = None
+        self.driver: neo4j.Driver | None = None
+        try:
+            context = client_context(config.tls, config.server_name(), config.tls_ca_file)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            # Never a plaintext fallback: without its TLS context there is no driver at all,
+            # and every job answers this error.
+            self.warm_error = SandboxError(code="unavailable", message=f"the TLS CA file cannot be used: {exc}")
+            return
         self.driver = neo4j.GraphDatabase.driver(
             uri,
+            ssl_context=context,  # None: plaintext (tls off)
             auth=(config.neo4j_user, config.neo4j_password),
             max_connection_pool_size=2,
             connection_timeout=3.0,
@@ -208,10 +228,11 @@ class BoltBackend:
             max_transaction_retry_time=0.0,
             user_agent="cypher-gateway-sandbox/1",
         )
-        self.warm_error: SandboxError | None = None
 
     def warm(self) -> None:
         """Connect and authenticate now, so a job pays only for its own round trips."""
+        if self.driver is None:
+            return  # warm_error says why there is no driver
         try:
             self.driver.verify_connectivity()
             self.warm_error = None
@@ -225,6 +246,9 @@ class BoltBackend:
 
     def run(self, job: SandboxJob) -> SandboxResult:
         started = time.perf_counter()
+        if self.driver is None:
+            return SandboxResult(query_id=job.query_id, ok=False, error=self.warm_error)
+        driver = self.driver
         collector = RowCollector(job.max_rows, job.max_bytes)
         meta: dict[str, Any] = {}
         database = job.database or self.config.database
@@ -238,9 +262,7 @@ class BoltBackend:
             if job.explain_check:
                 plan_summary = tx.run("EXPLAIN " + job.cypher, job.params).consume()
                 check_query_type(plan_summary.query_type)
-                check_operators_read_only(plan_summary.plan)
-                check_procedures(plan_summary.plan, job.procedures_allowed)
-                check_no_external_access(plan_summary.plan)
+                check_plan(plan_summary.plan, job.procedures_allowed)
             result = tx.run(job.cypher, job.params)
             meta["columns"] = list(result.keys())
             for record in result:
@@ -250,11 +272,11 @@ class BoltBackend:
             meta["query_type"] = summary.query_type
             meta["notifications"] = notifications_of(summary)
 
-        deadline = Deadline(self.driver, database, job.query_id, job.timeout_seconds)
+        deadline = Deadline(driver, database, job.query_id, job.timeout_seconds)
         try:
             # One explicit transaction, never execute_read: its retry loop could run a query twice.
             with (
-                self.driver.session(
+                driver.session(
                     database=database, default_access_mode=neo4j.READ_ACCESS, fetch_size=self.config.fetch_size
                 ) as session,
                 session.begin_transaction(timeout=job.timeout_seconds, metadata={QUERY_ID_KEY: job.query_id}) as tx,
@@ -283,6 +305,7 @@ class BoltBackend:
         )
 
     def close(self) -> None:
-        self.driver.close()
+        if self.driver is not None:
+            self.driver.close()
         if self._shim is not None:
             self._shim.close()

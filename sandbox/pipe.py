@@ -25,10 +25,13 @@ def _pump(src: socket.socket, dst: socket.socket, done: threading.Event) -> None
     except OSError:
         pass
     finally:
-        done.set()
+        # Shut both sockets down before anyone may close them: shutdown wakes the other pump's
+        # blocked recv() and sends the peer its FIN, whereas close() on Linux does neither while
+        # another thread still blocks on the socket, and the peer would wait for ever.
         for s in (src, dst):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
+        done.set()
 
 
 def splice(a: socket.socket, b: socket.socket, on_close: Callable[[], None] | None = None) -> None:

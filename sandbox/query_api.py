@@ -1,11 +1,12 @@
 """The Query API transport (HTTPS, for hosted Neo4j), through the same one-host forwarder.
 
 httpx dials the forwarder's Unix socket directly (``HTTPTransport(uds=…)``);
-TLS is negotiated end to end with the real host name, so the forwarder sees
-only ciphertext and the certificate is checked against the configured URL.
+over https, TLS is negotiated end to end with the real host name using the
+context of sandbox/tls.py (the CA file, else the system trust store), so the
+forwarder sees only ciphertext and the certificate is checked against that name.
 
-Differences from Bolt, stated plainly: the Query API reports no query type, so
-the EXPLAIN check refuses any updating operator in the plan instead; it has no
+Differences from Bolt, stated plainly: the Query API of Neo4j 5.26 reports no
+query type, so there the plan's read-operator allow-list is the whole check; it has no
 per-request transaction timeout, so the runner's wall clock and the server's
 ``db.transaction.timeout`` bound a query; and its answer is one JSON document,
 so its size is capped while reading rather than record by record.
@@ -15,19 +16,16 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import time
 from typing import Any
 
 import httpx
 
 from sandbox.config import SandboxConfig
-from sandbox.explain import (
-    ExplainRejected,
-    check_no_external_access,
-    check_operators_read_only,
-    check_procedures,
-)
+from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
+from sandbox.tls import client_context, tls_failure
 from sandbox.wire import Notification, SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
 
 TYPED_JSON = "application/vnd.neo4j.query"
@@ -125,21 +123,42 @@ def notifications_from(body: dict[str, Any]) -> list[Notification]:
     ]  # fmt: skip
 
 
+def _unreachable(exc: httpx.HTTPError) -> str:
+    tls = tls_failure(exc)
+    return f"Neo4j could not be reached over TLS: {tls}" if tls else f"Neo4j could not be reached: {exc}"
+
+
 class QueryApiBackend:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
-        transport = httpx.HTTPTransport(uds=config.neo4j_socket) if config.neo4j_socket else httpx.HTTPTransport()
-        self.client = httpx.Client(transport=transport)
         self.warm_error: SandboxError | None = None
+        self.setup_error: SandboxError | None = None
+        context: ssl.SSLContext | None = None
+        try:
+            context = client_context(config.tls, config.server_name(), config.tls_ca_file)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            # Never a fallback to httpx's own trust store: every job answers this error instead.
+            self.setup_error = SandboxError(code="unavailable", message=f"the TLS CA file cannot be used: {exc}")
+        # Our context for https; a plain http URL (tls off) never uses httpx's default.
+        verify: ssl.SSLContext | bool = context if context is not None else True
+        transport = (
+            httpx.HTTPTransport(uds=config.neo4j_socket, verify=verify)
+            if config.neo4j_socket
+            else httpx.HTTPTransport(verify=verify)
+        )
+        self.client = httpx.Client(transport=transport)
 
     def warm(self) -> None:
+        if self.setup_error is not None:
+            self.warm_error = self.setup_error
+            return
         # Open the connection (and TLS session) before the job: a cheap authenticated request.
         probe = SandboxJob(query_id="warm", cypher="RETURN 1", timeout_seconds=3.0, max_rows=1, max_bytes=64)
         try:
             self._post(probe, "RETURN 1", cap=64 * 1024)
             self.warm_error = None
         except httpx.HTTPError as exc:
-            self.warm_error = SandboxError(code="unavailable", message=f"Neo4j could not be reached: {exc}")
+            self.warm_error = SandboxError(code="unavailable", message=_unreachable(exc))
         except _Refused as exc:
             self.warm_error = SandboxError(code="unavailable", message=exc.message, neo4j_code=exc.code)
 
@@ -165,6 +184,8 @@ class QueryApiBackend:
 
     def run(self, job: SandboxJob) -> SandboxResult:
         started = time.perf_counter()
+        if self.setup_error is not None:
+            return SandboxResult(query_id=job.query_id, ok=False, error=self.setup_error)
         self.client.timeout = httpx.Timeout(job.timeout_seconds)
         cap = job.max_bytes * RESPONSE_CAP_FACTOR + 65536
         try:
@@ -174,10 +195,10 @@ class QueryApiBackend:
                 except _Refused as exc:
                     return failure(job.query_id, "neo4j_refused", exc.message, exc.code, from_original=True)
             if job.explain_check:
-                plan = self._post(job, "EXPLAIN " + job.cypher, cap).get("queryPlan")
-                check_operators_read_only(plan)
-                check_procedures(plan, job.procedures_allowed)
-                check_no_external_access(plan)
+                explained = self._post(job, "EXPLAIN " + job.cypher, cap)
+                if "queryType" in explained:  # Neo4j 2026.x reports it; 5.26 does not
+                    check_query_type(explained["queryType"])
+                check_plan(explained.get("queryPlan"), job.procedures_allowed)
             body = self._post(job, job.cypher, cap)
         except _TooLarge:
             return SandboxResult(query_id=job.query_id, ok=True, truncated=True, truncation="bytes",
@@ -190,7 +211,7 @@ class QueryApiBackend:
         except httpx.TimeoutException:
             return failure(job.query_id, "timeout", "the Query API did not answer in time")
         except httpx.HTTPError as exc:
-            return failure(job.query_id, "unavailable", f"Neo4j could not be reached: {exc}")
+            return failure(job.query_id, "unavailable", _unreachable(exc))
         data = body.get("data") or {}
         collector = RowCollector(job.max_rows, job.max_bytes, convert=from_typed)
         for values in data.get("values") or []:

@@ -49,6 +49,8 @@ SOCKET_DIR = "/run/cgw"
 SOCKET_PATH = f"{SOCKET_DIR}/neo4j.sock"
 # The container's only writable place (a tmpfs); emptied between two jobs of one container.
 SCRATCH_DIR = "/tmp"
+# A configured CA file (PEM) is mounted read-only here, in the sandbox only.
+CA_FILE_PATH = "/run/cgw-tls/ca.pem"
 # The unprivileged user (and group) both containers run as; docker/sandbox/Dockerfile creates it.
 SANDBOX_UID = 10001
 ENV_PREFIX = "CGW_"
@@ -76,6 +78,15 @@ class SandboxEnv(StrEnum):
     FETCH_SIZE = "CGW_FETCH_SIZE"
     PROBE = "CGW_PROBE"  # sandbox/probe.py's request (a diagnostic container, never a query's)
     MAX_JOBS = "CGW_MAX_JOBS"  # jobs this container runs before it exits (the policy's reuse limit)
+    TLS = "CGW_TLS"  # a TlsMode; the default is "off"
+    TLS_SERVER_NAME = "CGW_TLS_SERVER_NAME"  # the name the certificate is checked against (the real host)
+    TLS_CA_FILE = "CGW_TLS_CA_FILE"  # a PEM CA file (CA_FILE_PATH in a container); unset: the system trust store
+
+
+# TLS from the sandbox to Neo4j: "off" (bolt://, neo4j://, http://); "verify" (+s, https: the
+# certificate must chain to the CA file or the system trust store and name the server);
+# "trust-all" (+ssc: any certificate, still encrypted). gateway/config.py maps URI schemes to it.
+TlsMode = Literal["off", "verify", "trust-all"]
 
 
 Truncation = Literal["rows", "bytes"]

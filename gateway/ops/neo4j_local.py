@@ -37,6 +37,8 @@ from gateway.paths import cache_dir, resource, state_dir
 
 DEFAULT_BOLT_PORT = 17687
 DEFAULT_HTTP_PORT = 17474
+# The host name a TLS-mode managed server is reached by: its certificate must name it.
+TLS_HOST = "localhost"
 USER = "neo4j"
 DATABASE = "neo4j"
 START_TIMEOUT_S = 180.0
@@ -184,12 +186,17 @@ def connection_info(line: ServerLine | None = None) -> Neo4jConnection:
             f"{line.name}` as this user; if it was started under another user or HOME, give this process that HOME "
             "or CYPHER_GATEWAY_STATE; or set NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD for an existing Neo4j"
         )
+    if (_tls_dir(home_dir(line)) / "public.crt").exists():
+        # A TLS server is reached by the name its certificate carries.
+        bolt, http = f"bolt+s://{TLS_HOST}:{bolt_port(line)}", f"https://{TLS_HOST}:{http_port(line)}"
+    else:
+        bolt, http = f"bolt://127.0.0.1:{bolt_port(line)}", f"http://127.0.0.1:{http_port(line)}"
     return Neo4jConnection(
-        uri=f"bolt://127.0.0.1:{bolt_port(line)}",
+        uri=bolt,
         user=USER,
         password=password_file.read_text(encoding="utf-8").strip(),
         database=DATABASE,
-        http_uri=f"http://127.0.0.1:{http_port(line)}",
+        http_uri=http,
     )
 
 
@@ -341,18 +348,24 @@ _JVM_ADDITIONAL = (
 )
 
 
-def render_conf(*, listen: str, bolt: int, http: int | None, line: ServerLine | None = None) -> str:
-    """The neo4j.conf ``line`` runs with; shared by the managed server and the container image."""
+def render_conf(
+    *, listen: str, bolt: int, http: int | None, line: ServerLine | None = None, tls: Path | None = None
+) -> str:
+    """The neo4j.conf ``line`` runs with; shared by the managed server and the container image.
+
+    ``tls``: a directory holding ``private.key`` and ``public.crt``; Bolt then requires TLS and the
+    HTTP port serves HTTPS only (see :func:`tls_conf`).
+    """
     line = line or line_for()
     lines = [
         "# Written by cypher-gateway; regenerated on every start.",
         f"server.default_listen_address={listen}",
         f"server.bolt.listen_address={listen}:{bolt}",
-        "server.bolt.tls_level=DISABLED",
+        *(tls_conf(tls, listen=listen, http=http) if tls else ["server.bolt.tls_level=DISABLED"]),
         # HTTP only for the Query API transport; bound like Bolt.
-        f"server.http.enabled={'true' if http else 'false'}",
-        *([f"server.http.listen_address={listen}:{http}"] if http else []),
-        "server.https.enabled=false",
+        f"server.http.enabled={'true' if http and not tls else 'false'}",
+        *([f"server.http.listen_address={listen}:{http}"] if http and not tls else []),
+        *([] if tls else ["server.https.enabled=false"]),
         "dbms.security.auth_enabled=true",
         # Small machine: 2 cores, shared with Docker and the tests.
         "server.memory.heap.initial_size=512m",
@@ -381,11 +394,55 @@ def render_conf(*, listen: str, bolt: int, http: int | None, line: ServerLine | 
     return "\n".join(lines)
 
 
-def _write_conf(home: Path, line: ServerLine) -> None:
+def tls_conf(certificates: Path, *, listen: str, http: int | None) -> list[str]:
+    """neo4j.conf lines for a server that speaks only TLS: Bolt with TLS required, HTTPS instead of HTTP.
+
+    ``certificates`` holds ``private.key`` (PKCS#8 PEM) and ``public.crt`` (the PEM chain, leaf
+    first). No client certificates are asked for. Only the managed server's TLS mode uses this: the
+    tests that prove the sandbox keeps TLS to a server that refuses anything else.
+    """
+    lines = ["server.bolt.tls_level=REQUIRED"]
+    if http:
+        lines += ["server.https.enabled=true", f"server.https.listen_address={listen}:{http}"]
+    for scope in ("bolt", "https"):
+        lines += [
+            f"dbms.ssl.policy.{scope}.enabled=true",
+            f"dbms.ssl.policy.{scope}.base_directory={certificates}",
+            f"dbms.ssl.policy.{scope}.private_key=private.key",
+            f"dbms.ssl.policy.{scope}.public_certificate=public.crt",
+            f"dbms.ssl.policy.{scope}.client_auth=NONE",
+        ]
+    return lines
+
+
+def _tls_dir(home: Path) -> Path:
+    return home / "certificates"
+
+
+def _install_tls(home: Path, source: Path | None) -> Path | None:
+    """Copy the key and certificate from ``source`` into the home (None: remove them, plaintext)."""
+    target = _tls_dir(home)
+    if source is None:
+        shutil.rmtree(target, ignore_errors=True)
+        return None
+    missing = [name for name in ("private.key", "public.crt") if not (source / name).is_file()]
+    if missing:
+        raise Neo4jSetupError(f"--tls {source}: {', '.join(missing)} missing (PEM files)")
+    # Neo4j wants a trusted/ directory even when it asks for no client certificates.
+    (target / "trusted").mkdir(parents=True, exist_ok=True)
+    for name in ("private.key", "public.crt"):
+        shutil.copyfile(source / name, target / name)
+    (target / "private.key").chmod(0o600)
+    return target
+
+
+def _write_conf(home: Path, line: ServerLine, tls: Path | None = None) -> None:
     for sub in ("conf", "data", "logs", "run", "plugins", "import"):
         (home / sub).mkdir(parents=True, exist_ok=True)
+    certificates = _install_tls(home, tls)
     (home / "conf" / "neo4j.conf").write_text(
-        render_conf(listen="127.0.0.1", bolt=bolt_port(line), http=http_port(line), line=line), encoding="utf-8"
+        render_conf(listen="127.0.0.1", bolt=bolt_port(line), http=http_port(line), line=line, tls=certificates),
+        encoding="utf-8",
     )
     lib_link = home / "lib"
     if (lib_link.is_symlink() or lib_link.exists()) and lib_link.resolve() != lib_dir(line).resolve():
@@ -464,6 +521,9 @@ def wait_until_ready(
     """Block until the driver's ``verify_connectivity()`` passes."""
     import neo4j
 
+    # Readiness, not trust: a TLS server is probed accepting any certificate (+ssc); whoever
+    # connects for real checks the certificate against their own CA.
+    probe_uri = connection.uri.replace("+s://", "+ssc://")
     deadline = time.monotonic() + timeout_s
     last_error: Exception | None = None
     next_report = time.monotonic() + 10
@@ -471,7 +531,7 @@ def wait_until_ready(
         if pid is not None and _running_pid(line) is None:
             raise Neo4jSetupError(f"Neo4j exited during start-up; see {home_dir(line) / 'logs' / 'console.log'}")
         try:
-            with neo4j.GraphDatabase.driver(connection.uri, auth=(connection.user, connection.password)) as driver:
+            with neo4j.GraphDatabase.driver(probe_uri, auth=(connection.user, connection.password)) as driver:
                 driver.verify_connectivity()
             return
         except Exception as exc:  # the server is still coming up: any failure means "not yet"
@@ -483,19 +543,26 @@ def wait_until_ready(
     raise Neo4jSetupError(f"Neo4j did not answer on {connection.uri} within {timeout_s:.0f} s: {last_error}")
 
 
-def start(line: ServerLine | None = None) -> Neo4jConnection:
-    """Fetch (once), configure and start the managed Neo4j of ``line``, or reuse the running one."""
+def start(line: ServerLine | None = None, tls: Path | None = None) -> Neo4jConnection:
+    """Fetch (once), configure and start the managed Neo4j of ``line``, or reuse the running one.
+
+    ``tls``: a directory with ``private.key`` and ``public.crt``: the server then speaks only TLS
+    (Bolt TLS required, HTTPS instead of HTTP) and is reached as ``bolt+s://localhost:<port>``.
+    """
     line = line or line_for()
     home = home_dir(line)
     pid = _running_pid(line)
     if pid is not None:
+        if (tls is not None) != (_tls_dir(home) / "public.crt").exists():
+            wanted = "with" if tls is not None else "without"
+            raise Neo4jSetupError(f"the managed Neo4j is running, but not {wanted} TLS: stop it first")
         connection = connection_info(line)
         wait_until_ready(connection, pid=pid, line=line)
         _say(f"already running (pid {pid}) on {connection.uri}")
         return connection
     java = java_for(line)
     fetch_neo4j(line)
-    _write_conf(home, line)
+    _write_conf(home, line, tls)
     _set_initial_password(home, line, java)
     command = _launch_command(home, java)
     log_path = home / "logs" / "console.log"
@@ -561,6 +628,10 @@ def register(subparsers: Any) -> None:
     ):
         action = actions.add_parser(name, help=help_text)
         action.add_argument("--version", dest="line", default=None, help=version_help)
+        if name == "start":
+            action.add_argument(
+                "--tls", type=Path, metavar="DIR", help="speak only TLS, with DIR/private.key and DIR/public.crt (PEM)"
+            )
         if name == "status":
             action.add_argument("--json", action="store_true", help="print connection facts as JSON")
     parser.set_defaults(handler=_handle)
@@ -570,7 +641,7 @@ def _handle(args: argparse.Namespace) -> int:
     try:
         line = line_for(args.line)
         if args.neo4j_action == "start":
-            connection = start(line)
+            connection = start(line, tls=args.tls)
             print(json.dumps({"uri": connection.uri, "user": connection.user, "database": connection.database}))
             return 0
         if args.neo4j_action == "stop":

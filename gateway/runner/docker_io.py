@@ -16,7 +16,7 @@ from typing import Any
 from docker.types import Mount
 
 from gateway.runner.settings import RunnerSettings
-from sandbox.wire import SANDBOX_UID, SCRATCH_DIR, SOCKET_DIR, SOCKET_PATH, SandboxEnv
+from sandbox.wire import CA_FILE_PATH, SANDBOX_UID, SCRATCH_DIR, SOCKET_DIR, SOCKET_PATH, SandboxEnv
 
 LABEL_ROLE = "cypher-gateway.role"
 LABEL_RUNNER = "cypher-gateway.runner"
@@ -68,12 +68,21 @@ def sandbox_spec(
         env[SandboxEnv.DATABASE] = settings.database
     if settings.transport == "query-api":
         env[SandboxEnv.QUERY_API_URL] = settings.query_api_url()
+    mounts = [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=True)]
+    if settings.tls != "off":
+        # TLS runs in the sandbox, checked against the real host name: the forwarder relays ciphertext.
+        env[SandboxEnv.TLS] = settings.tls
+        env[SandboxEnv.TLS_SERVER_NAME] = settings.neo4j_host
+    if settings.ca_file is not None:
+        # The one host file a sandbox sees: the CA certificate, read-only.
+        env[SandboxEnv.TLS_CA_FILE] = CA_FILE_PATH
+        mounts.append(Mount(target=CA_FILE_PATH, source=str(settings.ca_file), type="bind", read_only=True))
     return {
         "image": settings.image,
         "stdin_open": True,
         "network_mode": "none",
         "environment": env,
-        "mounts": [Mount(target=SOCKET_DIR, source=volume, type="volume", read_only=True)],
+        "mounts": mounts,
         "labels": labels("sandbox", runner_id),
         **hardening(settings, runtime),
     }

@@ -8,12 +8,14 @@ is the one production runs.
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from gateway.config import GatewaySettings, Neo4jTarget, neo4j_target
 from gateway.ops.images import sandbox_image_tag
+from sandbox.wire import TlsMode
 
 
 class RunnerSettings(BaseModel):
@@ -33,8 +35,12 @@ class RunnerSettings(BaseModel):
     neo4j_password: SecretStr
     database: str | None = None
     transport: Literal["bolt", "query-api"] = "bolt"
-    # Query API only: https for a hosted instance; http only for a local test server.
-    query_api_scheme: Literal["https", "http"] = "https"
+    # TLS from inside each sandbox to Neo4j, checked against neo4j_host (gateway.config.TLS_BY_SCHEME);
+    # on the Query API, "off" means http (a local test server only), anything else https.
+    tls: TlsMode = "off"
+    # A PEM CA file on the host, bind-mounted read-only into each sandbox ("verify" only); None: the
+    # system trust store of the sandbox image.
+    ca_file: Path | None = None
     # The forwarder's network: "host" when Neo4j listens on the host's loopback, else
     # the Docker network Neo4j's container is on. Sandboxes themselves never get one.
     forwarder_network: str | None = None
@@ -63,6 +69,12 @@ class RunnerSettings(BaseModel):
     # None: the environment's DOCKER_HOST (or the default socket).
     docker_host: str | None = None
 
+    @model_validator(mode="after")
+    def _ca_file_needs_verification(self) -> RunnerSettings:
+        if self.ca_file is not None and (self.tls != "verify" or not self.ca_file.is_absolute()):
+            raise ValueError("ca_file must be an absolute path, and is used only with tls='verify'")
+        return self
+
     def resolved_forwarder_network(self) -> str:
         if self.forwarder_network:
             return self.forwarder_network
@@ -73,7 +85,8 @@ class RunnerSettings(BaseModel):
         return "host" if loopback else "bridge"
 
     def query_api_url(self) -> str:
-        return f"{self.query_api_scheme}://{self.neo4j_host}:{self.neo4j_port}"
+        scheme = "http" if self.tls == "off" else "https"
+        return f"{scheme}://{self.neo4j_host}:{self.neo4j_port}"
 
 
 def settings_for(settings: GatewaySettings, target: Neo4jTarget | None = None, **overrides: Any) -> RunnerSettings:
@@ -96,6 +109,7 @@ def settings_for(settings: GatewaySettings, target: Neo4jTarget | None = None, *
         "neo4j_password": target.password,
         "database": target.database,
         "transport": settings.neo4j_transport,
-        "query_api_scheme": "http" if target.scheme == "http" else "https",
+        "tls": target.tls,
+        "ca_file": target.ca_file,
     }
     return RunnerSettings(**{**fields, **overrides})

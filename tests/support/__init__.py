@@ -10,6 +10,7 @@
 * ``mnr``: the header of the must-not-retrieve suites tests write.
 * ``ports``: a free local TCP port.
 * ``rows``: what a serialized answer holds (ids, secrets).
+* ``tls``: a CA and a server certificate made for the test (and an unrelated CA).
 * ``waiting``: bounded waits for an observable condition (never a wall-clock assertion).
 * ``stub_runner``: a stand-in for the runner, for tests of what happens around a query.
 

@@ -9,7 +9,7 @@ from tests.support.jobs import make_job
 
 def test_request_building() -> None:
     config = SandboxConfig(
-        transport="query-api", query_api_url="https://db.example.com:443/", neo4j_user="u",
+        transport="query-api", query_api_url="https://db.example.com:443/", tls="verify", neo4j_user="u",
         neo4j_password="p", database="movies",
     )  # fmt: skip
     request = build_request(config, make_job("RETURN $x", params={"x": 1}), "RETURN $x")

@@ -14,7 +14,7 @@ from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, remove_leftovers
 from gateway.service import Gateway
-from tests.support.graph import count_label, unique_label
+from tests.support.graph import count_label, fingerprint, unique_label
 from tests.support.jobs import PATIENT, SettingsFactory, make_job
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
@@ -27,9 +27,7 @@ def query_api_runner(
     assert neo4j_connection.http_uri, "the managed Neo4j reports no HTTP address for the Query API"
     http = urlparse(neo4j_connection.http_uri)
     runner = SandboxRunner(
-        runner_settings(
-            transport="query-api", query_api_scheme="http", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1
-        ),
+        runner_settings(transport="query-api", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1),
         PATIENT,
     )
     assert runner.wait_ready(60), runner.available()
@@ -70,3 +68,19 @@ def test_query_api_notifications_carry_codes_and_scope_keeps_the_text_only_ones(
     assert {(n.gql_status, n.code) for n in raw.notifications} == {(None, deprecated), (None, unknown_label)}
     scoped = Gateway(load_policy(), query_api_runner).run("analyze", cypher, {}, Principal(name="anyone"))
     assert [n.code for n in scoped.notifications] == [deprecated]
+
+
+def test_the_explain_check_alone_refuses_a_locking_merge_on_the_query_api(
+    query_api_runner: SandboxRunner, neo4j_driver: Any, seeded: str
+) -> None:
+    # The guard is off (the job goes straight to the runner) and the Query API of 5.26 reports no
+    # query type: the plan's operators are all that stands before READ mode. This MERGE plans a
+    # LockingMerge, not a Merge.
+    cypher = f"MATCH (a:{seeded} {{i: 1}}), (b:{seeded} {{i: 3}}) MERGE (a)-[:CGW_PWNED]->(b) RETURN a.i AS i"
+    before = fingerprint(neo4j_driver, seeded)
+    result = query_api_runner.run(make_job(cypher))
+    assert not result.ok and not result.rows
+    assert result.error is not None and result.error.code == "explain_rejected", result.error
+    assert "LockingMerge" in result.error.message
+    after = fingerprint(neo4j_driver, seeded)
+    assert (after["relationships"], after["checksum"]) == (before["relationships"], before["checksum"])
