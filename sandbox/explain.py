@@ -142,12 +142,14 @@ def check_query_type(query_type: str | None) -> None:
 
 
 def _finish_operator(plan: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The EmptyResult a read ending in FINISH plans: the only child of the root ProduceResults.
+    """The EmptyResult a read ending in FINISH plans: the root, or the only child of the root ProduceResults.
 
     ``MATCH (n) FINISH`` plans ``ProduceResults > EmptyResult > AllNodesScan``. EmptyResult only
     discards rows; a write without RETURN plans it in the same place, above its Create/Merge/…
     operator, which the check still finds below it. Anywhere else it stays refused.
     """
+    if _operator_name(plan).lower() == "emptyresult":  # the root itself, as some plans print it
+        return plan
     children = plan.get("children") or []
     if _operator_name(plan).lower() == "produceresults" and len(children) == 1:
         child: Mapping[str, Any] = children[0]
