@@ -63,6 +63,8 @@ READ_OPERATORS = frozenset({
     # nested loops, joins and subqueries
     "Apply", "SemiApply", "AntiSemiApply", "LetSemiApply", "LetAntiSemiApply", "SelectOrSemiApply",
     "SelectOrAntiSemiApply", "LetSelectOrSemiApply", "LetSelectOrAntiSemiApply", "RollUpApply", "Anti", "Optional",
+    # shortestPath's exhaustive fallback plans these too; MERGE's writes under them are still refused by name
+    "ConditionalApply", "AntiConditionalApply",
     "CartesianProduct", "NodeHashJoin", "NodeLeftOuterHashJoin", "NodeRightOuterHashJoin", "ValueHashJoin",
     "Union", "OrderedUnion",
     # row operators

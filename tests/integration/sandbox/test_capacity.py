@@ -236,7 +236,7 @@ def test_cancel_kills_the_container_running_the_query(
     finished = holding.finished()
     assert isinstance(finished, SandboxResult) and finished.error is not None, finished
     assert (finished.error.code, finished.error.message) == (
-        "sandbox_failed", "the query was cancelled and its sandbox killed",
+        "cancelled", "the query was cancelled by its caller; its sandbox was killed",
     )  # fmt: skip
 
     def removed() -> bool:
