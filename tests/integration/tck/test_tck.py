@@ -62,6 +62,8 @@ DIFFERENT: dict[str, str] = {
         (
             *(f"Pattern1 [10] Fail on introducing unbounded variables in pattern #{row}" for row in range(2, 16)),
             "Pattern1 [11] Fail on checking self pattern",
+            "Pattern1 [22] Fail on using pattern in RETURN projection",
+            "Pattern1 [23] Fail on using pattern in WITH projection",
         ),
         _EXISTS_ALLOWS_NEW_VARIABLES,
     ),
