@@ -12,9 +12,9 @@ the list ``SHOW FUNCTIONS`` gives; an integration test compares it with the runn
 
 from __future__ import annotations
 
-# Procedures that return names (labels, types, keys), never elements or counts, with the
-# fields they yield. They reveal that a name exists somewhere, not which element carries it;
-# SECURITY.md (layer 2) states this limit.
+# The fields YIELD * gives for the procedures that return names (labels, types, keys), so the
+# column walk knows them. The rewrite refuses every procedure call (SECURITY.md, layer 2):
+# these name labels, types and keys that only hidden elements carry.
 NAME_ONLY_PROCEDURES: dict[str, tuple[str, ...]] = {
     "db.labels": ("label",),
     "db.relationshiptypes": ("relationshipType",),
