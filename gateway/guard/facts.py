@@ -95,16 +95,8 @@ def _call_procedure(node: ast.CallProcedure, facts: Facts, text: str) -> None:
         facts.clause_kinds.add("WHERE")
 
 
-def _projection(node: ast.Projection, facts: Facts, text: str) -> None:
-    if node.order_by:
-        facts.clause_kinds.add("ORDER_BY")
-    if node.skip is not None:
-        facts.clause_kinds.add("SKIP")
-    if node.limit is not None:
-        facts.clause_kinds.add("LIMIT")
-
-
-def _order_skip_limit(node: ast.OrderBySkipLimit, facts: Facts, text: str) -> None:
+def _projection(node: ast.Projection | ast.OrderBySkipLimit, facts: Facts, text: str) -> None:
+    # A projection's ORDER BY / SKIP / LIMIT, or the same standing as a clause of their own.
     if node.order_by:
         facts.clause_kinds.add("ORDER_BY")
     if node.skip is not None:
@@ -167,7 +159,7 @@ _NOTES: dict[type[ast.Node], Callable[[Any, Facts, str], None]] = {
     ast.With: _with,
     ast.Return: _clause("RETURN"),
     ast.Unwind: _clause("UNWIND"),
-    ast.OrderBySkipLimit: _order_skip_limit,
+    ast.OrderBySkipLimit: _projection,
     ast.Let: _clause("LET"),
     ast.Filter: _clause("FILTER"),
     ast.CallSubquery: _call_subquery,

@@ -351,15 +351,7 @@ class _Analysis:
 
     def node_pattern(self, node: ast.NodePattern, env: Env, repeat: Bound) -> None:
         self._element(node.variable, env, repeat)
-        if node.labels is not None:
-            self.seen.update(id(n) for n in node.labels.walk())
-        local = dict(env)
-        if node.variable is not None:
-            local[node.variable.name] = ENTITY
-        if node.properties is not None:
-            self.root(node.properties, local)
-        if node.where is not None:
-            self.root(node.where, local)
+        self._inline(node.variable, node.labels, node.properties, node.where, env)
 
     def rel_pattern(self, rel: ast.RelPattern, env: Env, repeat: Bound) -> Bound:
         bound = rel.length or rel.quantifier
@@ -367,16 +359,23 @@ class _Analysis:
         if bound is not None:
             self.seen.add(id(bound))
         self._element(rel.variable, env, repeat * span if bound is not None else repeat)
-        if rel.types is not None:
-            self.seen.update(id(n) for n in rel.types.walk())
-        local = dict(env)
-        if rel.variable is not None:
-            local[rel.variable.name] = ENTITY
-        if rel.properties is not None:
-            self.root(rel.properties, local)
-        if rel.where is not None:
-            self.root(rel.where, local)
+        self._inline(rel.variable, rel.types, rel.properties, rel.where, env)
         return span
+
+    def _inline(
+        self, var: ast.Variable | None, labels: ast.Node | None, properties: ast.Expr | None,
+        where: ast.Expr | None, env: Env,
+    ) -> None:  # fmt: skip
+        """An element pattern's labels or types, property map and inline WHERE (they see one element)."""
+        if labels is not None:
+            self.seen.update(id(n) for n in labels.walk())
+        local = dict(env)
+        if var is not None:
+            local[var.name] = ENTITY
+        if properties is not None:
+            self.root(properties, local)
+        if where is not None:
+            self.root(where, local)
 
     # --- expressions ---------------------------------------------------------------------------------
 
