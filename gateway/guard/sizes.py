@@ -740,7 +740,8 @@ class _Analysis:
         if op == "IN":
             return BOOLEAN, cost + Cost(right.length, right.reads)
         if op in ("=", "<>", "<", ">", "<=", ">="):
-            return BOOLEAN, cost + Cost(left.length.join(right.length), union(left.reads, right.reads))
+            compared = _compared_length(left).join(_compared_length(right))
+            return BOOLEAN, cost + Cost(compared, union(left.reads, right.reads))
         if op == "=~":
             return BOOLEAN, cost + self.regex(node, left, right, node.right)
         return BOOLEAN, cost
@@ -927,6 +928,14 @@ def _map_of(values: list[Shape]) -> Shape:
 def _as_element(shape: Shape) -> Bound:
     """What ``shape`` costs as an element of a list or map: a list or map carries its own weight."""
     return shape.elements + CONTAINER if shape.kind in ("list", "map") else shape.elements
+
+
+def _compared_length(shape: Shape) -> Bound:
+    """What comparing ``shape`` walks: a list the query built (collected ones included) in full; a
+    value read from one element (a property, possibly a stored list) as one step, since its size is
+    what the store holds for that element, paid for by reading it — else ``n.a = 1 OR n.b = 2 OR …``
+    would count every comparison as a walk over data-sized lists."""
+    return shape.length if shape.kind == "list" else shape.length.at_unit_data()
 
 
 def _read(subject: Shape) -> Shape:

@@ -880,6 +880,12 @@ refused: list[tuple[str, str, list[str], dict[str, Any]]] = [
         {},
     ),
     (
+        "MATCH (n) WITH collect(n.x) AS l RETURN [x IN l WHERE l = l] AS v",
+        "size.iterations",
+        ["data-squared", "comparison"],
+        {},
+    ),
+    (
         "MATCH (n) WITH collect(n.x) AS l RETURN [x IN l WHERE x IN l] AS v",
         "size.iterations",
         ["data-squared", "in"],
@@ -955,6 +961,8 @@ allowed: list[tuple[str, list[str], dict[str, Any]]] = [
     ("MATCH (n) WHERE n.name =~ '(?i).*foo.*' RETURN n", ["regex"], {}),
     ("MATCH (n) WHERE n.name =~ $re RETURN n", ["regex", "parameter"], {"re": "^[a-z]+-[0-9]{4}$"}),
     ("MATCH (n) RETURN [k IN keys(n) | n[k]] AS v", ["stored-times-stored"], {}),
+    # Comparing a stored value is one step, however many comparisons a condition chains.
+    ("MATCH (n) WHERE n.a = 1 OR n.b = 2 OR n.c = 3 OR n.d = 4 OR n.e = 5 OR n.f <> 6 RETURN n", ["comparisons"], {}),
 ]
 for q, tags, params in allowed:
     add(q, "allow", None, label=R, tags=tags, params=params)
