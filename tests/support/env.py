@@ -45,14 +45,13 @@ def patient_policy_file(directory: Path) -> Path:
 
 def server_env(connection: Neo4jConnection, sandbox_image: str, audit_path: Path, **extra: str) -> dict[str, str]:
     """Environment for a ``cypher-gateway serve`` child aimed at the test Neo4j and sandbox image."""
-    return neo4j_env(
-        connection,
-        GATEWAY_SANDBOX_IMAGE=sandbox_image,
-        GATEWAY_POOL_SIZE="2",
-        GATEWAY_AUDIT_PATH=str(audit_path),
-        GATEWAY_POLICY_FILE=str(patient_policy_file(audit_path.parent)),
-        **extra,
-    )
+    defaults = {
+        "GATEWAY_SANDBOX_IMAGE": sandbox_image,
+        "GATEWAY_POOL_SIZE": "2",
+        "GATEWAY_AUDIT_PATH": str(audit_path),
+        "GATEWAY_POLICY_FILE": str(patient_policy_file(audit_path.parent)),
+    }
+    return neo4j_env(connection, **{**defaults, **extra})  # a test's own values win
 
 
 def sandbox_program_env(connection: Neo4jConnection) -> dict[str, str]:

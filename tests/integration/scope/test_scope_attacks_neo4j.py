@@ -60,9 +60,9 @@ def session(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[Any]:
 
 
 def rewritten(cypher: str, tool: ToolName = "analyze", policy: Policy = POLICY) -> str:
-    decision = guard.check(cypher, {}, tool, policy)
-    assert decision.allowed and decision.parsed is not None, decision.reason
-    return scope.plan(decision.parsed, policy, tool, ANYONE).cypher
+    """The scope rewrite of ``cypher`` (layer 2 alone: the guard's rules, size limits included, are not applied)."""
+    parsed = guard.parse_query(cypher, policy.tool(tool).limits, policy.cypher.default_version)
+    return scope.plan(parsed, policy, tool, ANYONE).cypher
 
 
 def run(session: Any, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:

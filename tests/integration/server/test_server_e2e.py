@@ -78,7 +78,8 @@ def test_stdio_recall_rejection_truncation_and_audit(
             )
             # Cheap to write, slow to run: Neo4j terminates it at the policy timeout.
             results["timeout"] = await client.call_tool("analyze", {
-                "cypher": "UNWIND range(1, 1000000000) AS x WITH x WHERE x % 7 = 99 RETURN count(x) AS c"
+                "cypher": "UNWIND range(1, 1000000) AS x UNWIND range(1, 1000000) AS y "
+                "WITH x WHERE x % 7 = 99 RETURN count(x) AS c"
             })  # fmt: skip
             results["check"] = await client.call_tool(
                 "check", {"cypher": "MATCH (n) DETACH DELETE n", "tool": "analyze"}

@@ -37,7 +37,10 @@ SLOW_POLICY_TIMEOUT = 120
 
 def _slow_query(marker: str) -> str:
     # Rows one at a time for minutes: Neo4j checks between rows whether the transaction is over.
-    return f"UNWIND range(1, 1000000000) AS x WITH x, '{marker}' AS marker WHERE x % 7 = 99 RETURN count(x) AS c"
+    return (
+        "UNWIND range(1, 1000000) AS x UNWIND range(1, 1000000) AS y "
+        f"WITH x, '{marker}' AS marker WHERE x % 7 = 99 RETURN count(x) AS c"
+    )
 
 
 def _transactions(driver: Any, marker: str) -> list[str]:
@@ -52,6 +55,7 @@ def slow_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     policy["name"] = "default-slow"
     for tool in policy["tools"].values():
         tool["limits"] = {**tool["limits"], "timeout_seconds": SLOW_POLICY_TIMEOUT}
+    policy["sandbox"] = {**policy.get("sandbox", {}), "busy_wait_ms": 10_000}  # a loaded machine refills slowly
     path = tmp_path_factory.mktemp("policy") / "slow.yaml"
     path.write_text(yaml.safe_dump(policy), encoding="utf-8")
     return path

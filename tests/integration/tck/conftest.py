@@ -31,6 +31,7 @@ from gateway.ops import neo4j_local
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import owner_label
+from tests.support.jobs import PATIENT
 from tests.support.tck import tck_dir, tck_version
 from tests.support.tck_run import TckHarness
 from tests.support.tck_tally import Tally
@@ -97,7 +98,8 @@ def tck_harness(tck_neo4j: TckNeo4j, sandbox_image: str, docker_client: Any) -> 
         neo4j_uri=tck_neo4j.uri, neo4j_password=tck_neo4j.password, neo4j_database="neo4j",
         sandbox_image=sandbox_image, pool_size=POOL_SIZE,
     )  # fmt: skip
-    runner = SandboxRunner(settings_for(settings, forwarder_network=tck_neo4j.network))
+    # A patient wait for a sandbox: scenarios come back to back on a shared 2-core machine.
+    runner = SandboxRunner(settings_for(settings, forwarder_network=tck_neo4j.network), PATIENT)
     composed = compose(settings, runner=runner, audit=False)
     try:
         assert runner.wait_ready(120), f"the sandbox pool did not fill: {runner.available()}"

@@ -34,6 +34,9 @@ POLICY_REFUSALS: dict[str, str] = {
     "pattern.unbounded": "variable-length patterns need an upper bound (limits.max_var_length)",
     "input.too_large": "the query is longer than limits.max_query_chars (a 10,000-character string literal)",
     "input.too_deep": "expressions nest deeper than limits.max_nesting_depth",
+    # The size check counts a list read from an element as data-sized: concatenating five of them
+    # per row exceeds limits.max_data_factor (an over-refusal the size rule accepts: fail closed).
+    "size.elements": "one evaluation may build at most limits.max_data_factor elements per data element",
 }
 
 # Scenarios whose answer through the gateway is not Neo4j's own: each a known bug in the scope
