@@ -2,7 +2,9 @@
 (2.12 and 0.15, from npm: ``scripts/mcp-clients.sh``) and the fastmcp client (a dev dependency).
 
 Each must list every tool, run a query, and show a rejected write as a readable error: the
-JSON body ``{"error": {"code", "rule", ...}}`` as text, which every one of them prints.
+JSON body ``{"error": {"code", "rule", ...}}`` as text, which every one of them prints. The
+fastmcp client also calls every tool, provokes one error of each code a client can cause on
+demand, and reads both resources, over stdio and over HTTP with a bearer token.
 """
 
 from __future__ import annotations
@@ -129,19 +131,48 @@ def test_inspector_2_12_over_http_with_a_token(http_server: tuple[str, str]) -> 
 # --- the fastmcp client ------------------------------------------------------------------------------
 
 
+RECALL = "MATCH (t:Task {taskId: $taskId}) WHERE $repository IS NOT NULL RETURN t.taskId AS task"
+# Operator work the guard allows and Neo4j stops at the policy's 5 s timeout.
+SLOW = "UNWIND range(1, 1000000) AS x UNWIND range(1, 1000000) AS y WITH x WHERE x % 7 = 99 RETURN count(x) AS c"
+
+
 async def _fastmcp_session(transport: Any) -> None:
     async with FastMCPClient(transport) as client:
-        assert {tool.name for tool in await client.list_tools()} == TOOLS
+        tools = await client.list_tools()
+        assert {tool.name for tool in tools} == TOOLS
+        assert all(tool.title for tool in tools), [tool.name for tool in tools if not tool.title]
+        # Every tool answers, its structured content valid against its own output schema (fastmcp checks).
         checked = await client.call_tool("check", {"cypher": "RETURN 1 AS one", "tool": "analyze"})
         assert checked.structured_content is not None and checked.structured_content["allowed"] is True
-        rejected = await client.call_tool("analyze", {"cypher": WRITE}, raise_on_error=False)
-        assert rejected.is_error and rejected.structured_content is None
-        error = _error_body(rejected.content[0].text)
-        assert error["code"] == "rejected" and error["rule"] == "write.clause", error
-        wrong = await client.call_tool("analyze", {"cypher": "RETURN 1", "parms": {}}, raise_on_error=False)
-        error = _error_body(wrong.content[0].text)
-        assert "parms" in error["message"] and "pydantic" not in error["message"], error
-        assert "policy://active" in {str(r.uri) for r in await client.list_resources()}
+        analyzed = await client.call_tool("analyze", {"cypher": "RETURN 1 AS one"})
+        assert analyzed.structured_content is not None and analyzed.structured_content["rows"] == [[1]]
+        recalled = await client.call_tool(
+            "recall", {"cypher": RECALL, "params": {"taskId": "no-such-task", "repository": "r"}}
+        )
+        assert recalled.structured_content is not None and recalled.structured_content["columns"] == ["task"]
+        schema = await client.call_tool("schema", {})
+        assert schema.structured_content is not None and "labels" in schema.structured_content
+        # One error of each code a client can provoke on demand, each readable as text.
+        codes = {}
+        for arguments in (
+            {"cypher": WRITE},  # rejected
+            {"cypher": "RETURN 1", "parms": {}},  # invalid_input (an argument error)
+            {"cypher": "MATCH (n) WHERE (n) RETURN n"},  # neo4j_refused (Neo4j's own refusal)
+            {"cypher": SLOW},  # timeout
+        ):
+            failed = await client.call_tool("analyze", arguments, raise_on_error=False)
+            assert failed.is_error and failed.structured_content is None
+            error = _error_body(failed.content[0].text)
+            codes[error["code"]] = error
+        assert set(codes) == {"rejected", "invalid_input", "neo4j_refused", "timeout"}, codes
+        assert codes["rejected"]["rule"] == "write.clause", codes["rejected"]
+        assert "parms" in codes["invalid_input"]["message"] and "pydantic" not in codes["invalid_input"]["message"]
+        # Both resources.
+        assert {"policy://active", "schema://graph"} <= {str(r.uri) for r in await client.list_resources()}
+        policy = await client.read_resource("policy://active")
+        assert "analyze" in policy[0].text
+        graph = await client.read_resource("schema://graph")
+        assert "labels" in json.loads(graph[0].text)
 
 
 def test_fastmcp_over_stdio(env: dict[str, str], tmp_path: Path) -> None:
