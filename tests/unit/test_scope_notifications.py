@@ -15,6 +15,7 @@ from gateway.service import Gateway
 from sandbox.bolt import notifications_of
 from sandbox.query_api import notifications_from
 from sandbox.wire import Notification, SandboxJob, SandboxResult
+from tests.support.stub_runner import RunnerStub
 
 POLICY = load_policy()
 ALICE = Principal(name="alice", scope=frozenset({"project-a"}))
@@ -53,24 +54,16 @@ def test_without_a_gql_status_the_neo4j_code_decides() -> None:
     assert kept_notifications([*dropped, *kept]) == kept
 
 
-class _Runner:
+class _Runner(RunnerStub):
     """Answers every job with the given notifications."""
 
     def __init__(self, notifications: list[Notification]) -> None:
+        super().__init__()
         self.notifications = notifications
 
-    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
+    def answer(self, job: SandboxJob) -> SandboxResult:
         return SandboxResult(query_id=job.query_id, ok=True, columns=["c"], rows=[[0]], row_count=1,
                              notifications=self.notifications)  # fmt: skip
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def cancel(self, query_id: str) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
 
 
 def test_the_gateway_drops_them_whenever_the_scope_rewrite_is_on() -> None:

@@ -177,20 +177,11 @@ def test_policy_resource_is_the_active_policy() -> None:
     assert shown["tools"]["analyze"]["limits"]["max_rows"] == policy.tool("analyze").limits.max_rows
 
 
-class Broken:
+class Broken(RunnerStub):
     """A runner with a bug: anything unexpected on the request path, not a sandbox answer."""
 
-    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
+    def answer(self, job: SandboxJob) -> SandboxResult:
         raise RecursionError("maximum recursion depth exceeded")
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def cancel(self, query_id: str) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
 
 
 def test_an_unexpected_exception_is_a_typed_internal_error_with_its_audit_line(tmp_path: Any) -> None:
