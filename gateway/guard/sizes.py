@@ -1094,12 +1094,11 @@ def _limit_of(body: ast.QueryBody | None, analysis: _Analysis) -> int | None:
     if isinstance(body, ast.Union):
         queries = body.queries
     elif isinstance(body, ast.When):
-        queries = [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
-        return (
-            max((_limit_of(q, analysis) or -1 for q in queries), default=-1)
-            if all(_limit_of(q, analysis) is not None for q in queries) and body.otherwise is not None
-            else None
-        )
+        # One branch runs: its limit bounds the rows when every branch, ELSE included, has one.
+        if body.otherwise is None:
+            return None
+        limits = [_limit_of(q, analysis) for q in [branch.body for branch in body.branches] + [body.otherwise]]
+        return None if any(limit is None for limit in limits) else max(limit for limit in limits if limit is not None)
     else:
         queries = [body]
     total = 0
