@@ -144,6 +144,8 @@ def run_cell(
     settings: GatewaySettings, cypher: str, per_container: int, rate: float, seconds: float, runtime: str
 ) -> Cell:
     """One open-loop load: a query every 1/rate s, each on its own thread, principals in turn."""
+    cell_name = f"{per_container}/container at {rate:g} q/s for {seconds:g} s ({runtime})"
+    print(f"[bench] {cell_name} ...", file=sys.stderr, flush=True)
     policy = with_reuse(POLICY, per_container)
     composed = compose(settings.model_copy(update={"sandbox_runtime": runtime}), policy=policy)
     runner, gateway = composed.runner, composed.gateway
@@ -187,6 +189,8 @@ def run_cell(
         cell.containers_started = (pool.started if pool else 0) - started_before
     finally:
         composed.close()
+    answered = sum(call.outcome == "ok" for call in cell.calls)
+    print(f"[bench]   answered {answered}/{len(cell.calls)} in {cell.wall:.1f} s", file=sys.stderr, flush=True)
     return cell
 
 
@@ -366,8 +370,10 @@ def main() -> int:
             pair = [run_cell(settings, cypher, 1, RATES[-1], seconds, rt) for rt in ("crun", "runc")]
             results["runtimes"] = [cell.report(busy_wait) for cell in pair]
             print("\n" + throughput_table(results["runtimes"]), flush=True)
+        print(f"[bench] one query: {n} direct and warm, {cold_n} cold ...", file=sys.stderr, flush=True)
         results["one_query"] = latency(settings, conn, driver, cypher, n, cold_n)
         print("\n" + latency_table(results["one_query"]), flush=True)
+        print("[bench] CPU per container (cgroup accounting) ...", file=sys.stderr, flush=True)
         results["container_cpu"] = container_cpu(settings, cypher, 3 if args.quick else 12)
         print("\n" + cpu_table(results["container_cpu"]), flush=True)
     finally:
