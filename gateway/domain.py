@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.policy import ToolName
-from sandbox.wire import Notification, QueryType, Truncation
+from sandbox.wire import VALUE_TAGS, Notification, QueryType, Truncation
 
 Transport = Literal["stdio", "http", "direct"]
 
@@ -37,6 +37,16 @@ class LayerSwitches(BaseModel):
     result_check: bool = True
 
 
+ROWS_DESCRIPTION = (
+    "One list per row, its values in the order of `columns`. JSON values come as they are; other values "
+    'are objects tagged "$type": '
+    + "; ".join(f"{tag} {fields}" for tag, fields in VALUE_TAGS.items())
+    + ". Element ids are tokens that mean something only inside this answer (n1, r1), not Neo4j's ids. "
+    "A UTC offset with seconds (+02:05:59) arrives cut to whole minutes, its local time moved to keep the "
+    "instant (Neo4j's Python driver reads offsets in minutes): return toString(value) for the value as stored."
+)
+
+
 class ToolResult(BaseModel):
     """What ``recall`` and ``analyze`` answer (field names are the wire names)."""
 
@@ -45,7 +55,7 @@ class ToolResult(BaseModel):
     queryId: str
     tool: ToolName
     columns: list[str] = Field(default_factory=list)
-    rows: list[list[Any]] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list, description=ROWS_DESCRIPTION)
     rowCount: int = 0
     bytes: int = 0
     truncated: bool = False

@@ -18,14 +18,8 @@ and each result one JSON line on stdout. A container runs at most
 has connected and authenticated.
 
 Values in ``rows`` are JSON. Graph and non-JSON Neo4j types are tagged objects
-with a ``"$type"`` key (see ``sandbox/serialize.py``):
-``node`` {elementId, labels, properties}, ``relationship`` {elementId, type,
-startElementId, endElementId, properties}, ``path`` {nodes, relationships},
-where every element id is a token local to the answer (``n1``, ``r1``), never
-Neo4j's;
-``date``/``time``/``localtime``/``datetime``/``localdatetime`` {iso},
-``duration`` {iso, months, days, seconds, nanoseconds}, ``point`` {srid, x, y, z?},
-``bytes`` {base64}.
+with a ``"$type"`` key, listed in ``VALUE_TAGS`` (written by ``sandbox/serialize.py``;
+the tool results' schema describes them to agents from the same table).
 """
 
 from __future__ import annotations
@@ -39,6 +33,24 @@ from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
 WIRE_VERSION: Literal[1] = 1
+
+# The tagged objects of ``rows``: each "$type" with the fields it carries.
+VALUE_TAGS: dict[str, str] = {
+    "node": "{elementId, labels, properties}",
+    "relationship": "{elementId, type, startElementId, endElementId, properties}",
+    "path": "{nodes, relationships}",
+    "date": "{iso}",
+    "localtime": "{iso}",
+    "time": "{iso}",
+    "localdatetime": "{iso}",
+    "datetime": "{iso, zone?} (zone: a named zone such as Europe/Stockholm)",
+    "duration": "{iso, months, days, seconds, nanoseconds}",
+    "point": "{srid, x, y, z?}",
+    "bytes": "{base64}",
+    "float": "{value}: NaN and the infinities, which JSON lacks",
+    "map": '{value}: a map whose own keys include "$type"',
+    "unknown": "{repr}: a value of a type the sandbox does not know",
+}
 
 # Written to stderr once a container is ready: the sandbox has imported the driver,
 # connected and authenticated; the forwarder is listening on the socket.

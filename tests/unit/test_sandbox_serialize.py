@@ -69,3 +69,33 @@ def test_rows_dropped_by_the_result_check_leave_no_gap_in_the_tokens() -> None:
     result = handle(wire_json(job).encode(), Backend())  # type: ignore[arg-type]
     assert result.redacted == 1
     assert [row[0]["elementId"] for row in result.rows] == ["n1", "n2"]
+
+
+def test_every_tag_the_serializer_writes_is_described_to_agents() -> None:
+    from datetime import timedelta, timezone
+    from zoneinfo import ZoneInfo
+
+    from neo4j.graph import Graph, Node, Path
+    from neo4j.spatial import CartesianPoint
+    from neo4j.time import Date, DateTime, Duration, Time
+
+    from gateway.domain import ROWS_DESCRIPTION
+    from sandbox.serialize import to_json
+    from sandbox.wire import VALUE_TAGS
+
+    graph = Graph()
+    start, end = Node(graph, "4:db:1", 1, ["A"], {}), Node(graph, "4:db:2", 2, ["B"], {})
+    rel = graph.relationship_type("T")(graph, "5:db:1", 1, {})
+    rel._start_node, rel._end_node = start, end  # what the driver's hydration sets
+    one_hour = timezone(timedelta(hours=1))
+    stockholm = DateTime(2024, 1, 2, 3, 4, 5, tzinfo=ZoneInfo("Europe/Stockholm"))
+    values = [
+        start, rel, Path(start, rel), Date(2024, 1, 2), Time(10, 0, 0), Time(10, 0, 0, tzinfo=one_hour),
+        DateTime(2024, 1, 2, 3, 4, 5), stockholm, Duration(days=1),
+        CartesianPoint((1.0, 2.0)), b"x", float("nan"), {"$type": "mine"}, object(),
+    ]  # fmt: skip
+    written = {to_json(value)["$type"] for value in values}
+    assert written == set(VALUE_TAGS)
+    for tag, fields in VALUE_TAGS.items():
+        assert f"{tag} {fields}" in ROWS_DESCRIPTION
+    assert to_json(stockholm)["zone"] == "Europe/Stockholm"

@@ -71,6 +71,18 @@ def test_types_are_serialized_faithfully(backend: BoltBackend) -> None:
     assert result.query_type == "r"
 
 
+def test_an_offset_with_seconds_arrives_cut_to_minutes_and_tostring_keeps_it(backend: BoltBackend) -> None:
+    # What the rows' schema description tells agents: Neo4j's Python driver reads offsets in whole
+    # minutes. If a driver release keeps the seconds, this fails and the description must change.
+    made = "datetime({year: 2024, month: 1, day: 1, hour: 10, timezone: '+02:05:59'})"
+    result = run(backend, f"WITH {made} AS d RETURN d, toString(d) AS s")
+    assert result.ok, result.error
+    value, text = result.rows[0]
+    # The same instant: the offset cut to +02:05 and the local time moved by the 59 s it lost.
+    assert value == {"$type": "datetime", "iso": "2024-01-01T09:59:01.000000000+02:05"}
+    assert text == "2024-01-01T10:00:00+02:05:59"
+
+
 def test_graph_values(backend: BoltBackend, seeded: str) -> None:
     result = run(backend, f"MATCH p = (a:{seeded} {{i: 1}})-[r:NEXT]->(b) RETURN a, r, p")
     assert result.ok, result.error
