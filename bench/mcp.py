@@ -110,7 +110,9 @@ class _Recorder:
         self.runner = runner
         self.job: SandboxJob | None = None
 
-    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
+    def run(
+        self, job: SandboxJob, principal: Principal | None = None, *, arrived: float | None = None
+    ) -> SandboxResult:
         self.job = job
         return self.runner.run(job, principal)
 

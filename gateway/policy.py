@@ -164,7 +164,8 @@ class SandboxPolicy(_Strict):
     max_queries_per_container: Annotated[int, Field(ge=1, le=1000)] = 1
     # A principal's container waiting for its next query is removed after this long.
     idle_container_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
-    # How long a query waits for a free sandbox before the answer is "busy" (with a retry hint).
+    # How long after its arrival a query may wait for a free sandbox before the answer is "busy"
+    # (with a retry hint); the guard's time counts, so the wait bounds the whole busy answer.
     busy_wait_ms: Annotated[int, Field(ge=0, le=10_000)] = 500
     # Queries one principal may have running at once; more wait, then get "busy".
     max_concurrent_per_principal: Annotated[int, Field(ge=1, le=64)] = 4

@@ -142,7 +142,7 @@ class Gateway:
             param_keys=sorted(params) if isinstance(params, Mapping) else [],
         )  # fmt: skip
         try:
-            result = self._run(tool, cypher, params, principal, query_id)
+            result = self._run(tool, cypher, params, principal, query_id, started)
         except GatewayError as exc:
             self._audit(event.failed(exc, started))
             raise
@@ -152,7 +152,13 @@ class Gateway:
         return result
 
     def _run(
-        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal, query_id: str
+        self,
+        tool: ToolName,
+        cypher: str,
+        params: Mapping[str, Any] | None,
+        principal: Principal,
+        query_id: str,
+        started: float,
     ) -> ToolResult:
         prepared = self._prepare(tool, cypher, params, principal)
         if self.runner is None:
@@ -165,7 +171,7 @@ class Gateway:
             original_cypher=prepared.text,
         )  # fmt: skip
         try:
-            sandbox_result = self.runner.run(job, principal)
+            sandbox_result = self.runner.run(job, principal, arrived=started)
         except SandboxUnavailable as exc:
             return _disabled(query_id, tool, exc.message)
         error = error_for(sandbox_result)

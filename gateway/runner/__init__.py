@@ -67,7 +67,9 @@ CANCEL_MEMORY_SECONDS = 60.0
 
 
 class Runner(Protocol):
-    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult: ...
+    def run(
+        self, job: SandboxJob, principal: Principal | None = None, *, arrived: float | None = None
+    ) -> SandboxResult: ...
     def cancel(self, query_id: str) -> bool: ...
     def available(self) -> tuple[bool, str]: ...
     def close(self) -> None: ...
@@ -268,13 +270,18 @@ class SandboxRunner:
 
     # --- running -----------------------------------------------------------------------------
 
-    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
+    def run(
+        self, job: SandboxJob, principal: Principal | None = None, *, arrived: float | None = None
+    ) -> SandboxResult:
         """Run ``job`` for ``principal`` in a sandbox.
 
-        Waits at most the policy's ``busy_wait_ms`` for a container (and for the principal's
-        concurrency limit), then raises ``Busy``; raises ``SandboxUnavailable`` when no
-        sandbox can be started. ``principal`` None (harnesses, the runner's own jobs): a
-        container nobody else uses. A job cancelled before or while it runs answers ``cancelled``.
+        Waits for a container (and for the principal's concurrency limit) until the policy's
+        ``busy_wait_ms`` after ``arrived`` (the request's ``time.monotonic()``, default now), then
+        raises ``Busy``. The time the request spent in the guard counts against the wait: on a
+        loaded host that time grows, and the wait is what bounds a busy answer's latency.
+        Raises ``SandboxUnavailable`` when no sandbox can be started. ``principal`` None
+        (harnesses, the runner's own jobs): a container nobody else uses. A job cancelled
+        before or while it runs answers ``cancelled``.
         """
         with self._jobs_lock:
             if job.query_id in self._cancelled:
@@ -282,7 +289,8 @@ class SandboxRunner:
             self._running[job.query_id] = None
         try:
             pool = self._ensure_started()
-            warm = pool.acquire(principal, time.monotonic() + self.policy.busy_wait_ms / 1000)
+            since = time.monotonic() if arrived is None else arrived
+            warm = pool.acquire(principal, since + self.policy.busy_wait_ms / 1000)
             with self._jobs_lock:
                 self._running[job.query_id] = warm
                 cancelled = job.query_id in self._cancelled

@@ -14,13 +14,17 @@ class RunnerStub:
     def __init__(self) -> None:
         self.jobs: list[SandboxJob] = []
         self.principals: list[Principal | None] = []
+        self.arrivals: list[float | None] = []
 
     def answer(self, job: SandboxJob) -> SandboxResult:
         return SandboxResult(query_id=job.query_id, ok=True)
 
-    def run(self, job: SandboxJob, principal: Principal | None = None) -> SandboxResult:
+    def run(
+        self, job: SandboxJob, principal: Principal | None = None, *, arrived: float | None = None
+    ) -> SandboxResult:
         self.jobs.append(job)
         self.principals.append(principal)
+        self.arrivals.append(arrived)
         return self.answer(job)
 
     def cancel(self, query_id: str) -> bool:

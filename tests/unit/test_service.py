@@ -6,6 +6,7 @@ mocked about Neo4j's behaviour); the real path is covered by tests/test_server_e
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -57,6 +58,15 @@ def test_job_carries_policy_limits_scope_and_rewritten_query() -> None:
     assert job.scope is not None and job.scope.layers == ["l1", "l2"]
     assert set(POLICY.scope.bookkeeping_relationship_types) <= set(job.scope.hidden_relationship_types)
     assert sorted(job.procedures_allowed) == sorted(POLICY.tool("analyze").procedures_allowed)
+
+
+def test_the_runner_is_told_when_the_request_arrived() -> None:
+    # The busy wait counts from here, so the guard's time on a loaded host is part of it.
+    runner = Recording({"columns": ["c"], "rows": [[3]], "row_count": 1})
+    before = time.monotonic()
+    Gateway(POLICY, runner).run("analyze", COUNT, {}, ALICE)
+    (arrived,) = runner.arrivals
+    assert arrived is not None and before <= arrived <= time.monotonic()
 
 
 def test_caller_cannot_supply_the_scope_parameter() -> None:

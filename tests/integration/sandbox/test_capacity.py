@@ -10,6 +10,7 @@ container emptied between two jobs; a forwarder that outlives many connections.
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,20 @@ def test_busy_when_every_container_is_taken_and_the_wait_ends(
     # Capacity comes back: the same question is answered once a container is free again.
     assert runner.wait_ready(120, count=1)
     assert gateway.run("analyze", "RETURN 1 AS x", {}, BOB).rows == [[1]]
+
+
+def test_the_wait_counts_from_the_requests_arrival(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
+) -> None:
+    # A request that spent the whole wait before reaching the pool (a slow guard on a loaded
+    # host) is answered busy at once, not after a second full wait.
+    runner = start(cleanup, runner_settings(pool_size=1, max_containers=1), SandboxPolicy(busy_wait_ms=10_000), 1)
+    holding = Holding(runner, ALICE)
+    arrived = time.monotonic() - 10
+    with pytest.raises(Busy):
+        returns_within(lambda: runner.run(make_job("RETURN 1 AS x"), BOB, arrived=arrived), timeout=5,
+                       what="a query whose wait had already ended")  # fmt: skip
+    assert isinstance(holding.finished(), SandboxResult)
 
 
 def test_a_principal_over_its_limit_gets_busy_while_another_is_served(
