@@ -14,9 +14,7 @@
    fast containers are made) under crun and under runc, one after the other.
    **Overload.** 10 queries per container at 60 q/s, about three times what that setting
    answers here, with the default 500 ms wait and with a 150 ms one: how long a ``busy``
-   answer takes, and what the answered queries' latency becomes when they queued first; and
-   the default wait once more without freezing the start-up heap (``serve`` freezes it): the
-   garbage collector's longest pause is reported for every cell.
+   answer takes, and what the answered queries' latency becomes when they queued first.
 3. **Latency of one query.** The driver in this process (a reference only: the gateway never
    does that), the same with the sandbox's EXPLAIN round trip, a warm pooled sandbox, and a
    cold container made for the query; interleaved.
@@ -42,7 +40,6 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 
 import argparse
 import contextlib
-import gc
 import json
 import os
 import statistics
@@ -56,7 +53,7 @@ from typing import Any
 
 import neo4j
 
-from gateway.compose import compose, freeze_start_up_objects
+from gateway.compose import compose
 from gateway.config import GatewaySettings, connection_settings
 from gateway.domain import Principal
 from gateway.errors import GatewayError
@@ -71,11 +68,9 @@ POLICY = load_policy()
 ANALYZE = POLICY.tool("analyze")
 RATES = (5.0, 10.0, 20.0)
 REUSE = (1, 10, 100)
-# The reused configuration past its capacity (~23 q/s on the 2-core machine): about 3x, with the
-# default wait, with a short one (what a reviewer trades for the answered queries' latency), and
-# with the default wait but the start-up heap left to the garbage collector's full passes.
-OVERLOAD_REUSE, OVERLOAD_RATE = 10, 60.0
-OVERLOAD_VARIANTS = ((500, True), (150, True), (500, False))  # (busy wait ms, start-up frozen)
+# The reused configuration past its capacity (~21 q/s on the 2-core machine): about 3x, with the
+# default wait and with a short one (what a reviewer trades for the answered queries' latency).
+OVERLOAD_REUSE, OVERLOAD_RATE, OVERLOAD_WAITS = 10, 60.0, (500, 150)
 PRINCIPALS = tuple(Principal(name=f"agent-{i}", scope=frozenset({"project-a"})) for i in range(4))
 
 
@@ -127,13 +122,11 @@ class Cell:
     seconds: float
     runtime: str
     busy_wait_ms: int
-    frozen: bool
     calls: list[Call] = field(default_factory=list)
     wall: float = 0.0
     gateway_cpu_ms: float = 0.0
     machine_busy: float = 0.0
     containers_started: int = 0
-    gc_pauses_ms: list[float] = field(default_factory=list)
 
     def report(self) -> dict[str, Any]:
         ok = [c.latency_ms for c in self.calls if c.outcome == "ok"]
@@ -143,8 +136,7 @@ class Cell:
             "runtime": self.runtime, "sent": len(self.calls), "answered": len(ok),
             "achieved_qps": len(ok) / self.wall if self.wall else 0.0,
             "failures": dict(Counter(c.outcome for c in self.calls if c.outcome != "ok")),
-            "busy_wait_ms": self.busy_wait_ms, "start_up_frozen": self.frozen,
-            "gc_longest_pause_ms": max(self.gc_pauses_ms, default=0.0), "gc_collections": len(self.gc_pauses_ms),
+            "busy_wait_ms": self.busy_wait_ms,
             "busy_longest_ms": max(busy) if busy else None, "busy_bound_ms": self.busy_wait_ms + 100,
             "longest_call_ms": max(c.latency_ms for c in self.calls) if self.calls else None,
             "containers_started": self.containers_started,
@@ -164,33 +156,21 @@ def run_cell(
     seconds: float,
     runtime: str,
     busy_wait_ms: int = POLICY.sandbox.busy_wait_ms,
-    freeze: bool = True,
 ) -> Cell:
     """One open-loop load: a query every 1/rate s, each on its own thread, principals in turn."""
     cell_name = f"{per_container}/container at {rate:g} q/s for {seconds:g} s ({runtime}, wait {busy_wait_ms} ms)"
-    cell_name += "" if freeze else ", start-up not frozen"
     print(f"[bench] {cell_name} ...", file=sys.stderr, flush=True)
     policy = with_sandbox(POLICY, per_container, busy_wait_ms)
     composed = compose(settings.model_copy(update={"sandbox_runtime": runtime}), policy=policy)
     runner, gateway = composed.runner, composed.gateway
     assert runner is not None and not composed.problems, composed.problems
-    cell = Cell(per_container, rate, seconds, str(runner.runtime), busy_wait_ms, freeze)
-    gc.unfreeze()  # each cell starts from the same heap: what an earlier cell froze counts again
+    cell = Cell(per_container, rate, seconds, str(runner.runtime), busy_wait_ms)
     try:
         assert runner.wait_ready(120), runner.available()
         for principal in PRINCIPALS:  # warm Neo4j's plan cache and each principal's first container
             gateway.run("analyze", cypher, {}, principal)
         assert runner.wait_ready(120), runner.available()
-        if freeze:
-            freeze_start_up_objects()  # as `serve` does once it is ready
         lock = threading.Lock()
-        collecting: dict[str, float] = {}
-
-        def gc_pause(phase: str, info: dict[str, Any]) -> None:
-            if phase == "start":
-                collecting["since"] = time.perf_counter()
-            elif "since" in collecting:
-                cell.gc_pauses_ms.append((time.perf_counter() - collecting.pop("since")) * 1000)
 
         def one(principal: Principal) -> None:
             started = time.perf_counter()
@@ -206,7 +186,6 @@ def run_cell(
         started_before = pool.started if pool else 0
         cpu_before, (busy_before, total_before) = time.process_time(), machine_busy()
         threads = []
-        gc.callbacks.append(gc_pause)
         began = time.perf_counter()
         for i in range(int(rate * seconds)):
             delay = began + i / rate - time.perf_counter()
@@ -218,7 +197,6 @@ def run_cell(
         for thread in threads:
             thread.join(120)
         cell.wall = time.perf_counter() - began
-        gc.callbacks.remove(gc_pause)
         busy_after, total_after = machine_busy()
         cell.gateway_cpu_ms = (time.process_time() - cpu_before) * 1000
         cell.machine_busy = 100 * (busy_after - busy_before) / max(1, total_after - total_before)
@@ -409,8 +387,8 @@ def main() -> int:
             print("\n" + throughput_table(results["runtimes"]), flush=True)
         if not args.no_overload:
             results["overload"] = [
-                run_cell(settings, cypher, OVERLOAD_REUSE, OVERLOAD_RATE, seconds, "auto", wait, frozen).report()
-                for wait, frozen in OVERLOAD_VARIANTS
+                run_cell(settings, cypher, OVERLOAD_REUSE, OVERLOAD_RATE, seconds, "auto", wait).report()
+                for wait in OVERLOAD_WAITS
             ]
             print("\n" + throughput_table(results["overload"]), flush=True)
         print(f"[bench] one query: {n} direct and warm, {cold_n} cold ...", file=sys.stderr, flush=True)
@@ -435,8 +413,8 @@ def throughput_table(cells: list[dict[str, Any]]) -> str:
     lines = [
         "| per container | runtime | offered q/s | sent | answered | achieved q/s | failures by code "
         "| p50 ms | p99 ms | longest busy ms (bound) | longest call ms | containers started | gateway CPU ms/query "
-        "| machine busy | longest GC pause ms (start-up frozen) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| machine busy |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
         lat = c.get("latency_ms") or {}
@@ -446,8 +424,7 @@ def throughput_table(cells: list[dict[str, Any]]) -> str:
             f"| {c['queries_per_container']} | {c['runtime']} | {c['offered_qps']:g} | {c['sent']} | {c['answered']} "
             f"| {c['achieved_qps']:.1f} | {failures} | {lat.get('p50', float('nan')):.0f} "
             f"| {lat.get('p99', float('nan')):.0f} | {busy} | {c['longest_call_ms'] or 0:.0f} "
-            f"| {c['containers_started']} | {c['gateway_cpu_ms_per_query']:.1f} | {c['machine_busy_percent']:.0f}% "
-            f"| {c['gc_longest_pause_ms']:.0f} ({'yes' if c['start_up_frozen'] else 'no'}) |"
+            f"| {c['containers_started']} | {c['gateway_cpu_ms_per_query']:.1f} | {c['machine_busy_percent']:.0f}% |"
         )
     return "\n".join(lines)
 

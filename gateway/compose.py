@@ -9,7 +9,6 @@ only degrades: queries answer ``degraded: ["<tool>:disabled"]`` and ``problems``
 
 from __future__ import annotations
 
-import gc
 import socket
 from dataclasses import dataclass, field
 from typing import Literal
@@ -75,17 +74,6 @@ def compose(
     disabled_reason = "; ".join(problems) if runner is None and problems else None
     gateway = Gateway(policy, runner, audit_log, layers=layers, database=database, disabled_reason=disabled_reason)
     return Composed(gateway, settings, problems, started)
-
-
-def freeze_start_up_objects() -> None:
-    """Keep what start-up built out of the garbage collector's full passes (call once serving starts).
-
-    Modules, the policy, pydantic's schemas and the MCP app live as long as the process. A full
-    collection walked them all while every request thread stood still: 60-85 ms pauses under
-    load, the longest ``busy`` answers (bench/sandbox.py reports the longest pause per cell).
-    """
-    gc.collect()
-    gc.freeze()
 
 
 def stdio_principal(settings: GatewaySettings) -> Principal:

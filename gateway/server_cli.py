@@ -19,7 +19,7 @@ from typing import Any
 
 from gateway.audit import AuditLog
 from gateway.auth import BearerAuth, TokenTable
-from gateway.compose import compose, freeze_start_up_objects, stdio_principal
+from gateway.compose import compose, stdio_principal
 from gateway.config import ConfigError, GatewaySettings, load_settings
 from gateway.errors import SetupError
 
@@ -63,7 +63,6 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         if args.transport == "stdio":
             server = build_server(composed.gateway, stdio_resolver(principal), resource_principal=principal)
-            freeze_start_up_objects()
             server.run("stdio")
         else:
             server = build_server(composed.gateway, stdio_resolver(principal))
@@ -150,9 +149,8 @@ def _run_http(server: Any, settings: GatewaySettings, tokens: TokenTable | None)
     if settings.http_host not in ("127.0.0.1", "localhost", "::1"):
         _say(f"WARNING: binding {settings.http_host}: reachable beyond this machine")
     _say(f"serving streamable HTTP on http://{settings.http_host}:{settings.http_port}{settings.http_path}")
-    app = http_app(server, settings, tokens)
-    freeze_start_up_objects()
-    uvicorn.run(app, host=settings.http_host, port=settings.http_port, log_level="warning")
+    uvicorn.run(http_app(server, settings, tokens), host=settings.http_host, port=settings.http_port,
+                log_level="warning")  # fmt: skip
 
 
 # --- audit -------------------------------------------------------------------------------------------
