@@ -30,7 +30,7 @@ from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
-from sandbox.tls import client_context, tls_failure
+from sandbox.tls import context_or_error, tls_failure
 from sandbox.wire import TX_METADATA_QUERY_ID, Notification, SandboxError, SandboxJob, SandboxResult
 
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
@@ -208,15 +208,10 @@ class BoltBackend:
             uri = f"bolt://127.0.0.1:{self._shim.port}"
         else:
             uri = str(config.neo4j_uri)
-        self.warm_error: SandboxError | None = None
         self.driver: neo4j.Driver | None = None
-        try:
-            context = client_context(config.tls, config.server_name(), config.tls_ca_file)
-        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-            # Never a plaintext fallback: without its TLS context there is no driver at all,
-            # and every job answers this error.
-            self.warm_error = SandboxError(code="unavailable", message=f"the TLS CA file cannot be used: {exc}")
-            return
+        context, self.warm_error = context_or_error(config.tls, config.server_name(), config.tls_ca_file)
+        if self.warm_error is not None:
+            return  # no driver at all: every job answers warm_error
         self.driver = neo4j.GraphDatabase.driver(
             uri,
             ssl_context=context,  # None: plaintext (tls off)

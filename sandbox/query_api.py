@@ -25,7 +25,7 @@ import httpx
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
-from sandbox.tls import client_context, tls_failure
+from sandbox.tls import context_or_error, tls_failure
 from sandbox.wire import Notification, SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
 
 TYPED_JSON = "application/vnd.neo4j.query"
@@ -132,13 +132,7 @@ class QueryApiBackend:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         self.warm_error: SandboxError | None = None
-        self.setup_error: SandboxError | None = None
-        context: ssl.SSLContext | None = None
-        try:
-            context = client_context(config.tls, config.server_name(), config.tls_ca_file)
-        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-            # Never a fallback to httpx's own trust store: every job answers this error instead.
-            self.setup_error = SandboxError(code="unavailable", message=f"the TLS CA file cannot be used: {exc}")
+        context, self.setup_error = context_or_error(config.tls, config.server_name(), config.tls_ca_file)
         # Our context for https; a plain http URL (tls off) never uses httpx's default.
         verify: ssl.SSLContext | bool = context if context is not None else True
         transport = (

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ssl
 import typing
 
-from sandbox.wire import TlsMode
+from sandbox.wire import SandboxError, TlsMode
 
 
 class ServerNameContext(ssl.SSLContext):
@@ -63,6 +63,20 @@ def client_context(mode: TlsMode, server_name: str, ca_file: str | None = None) 
     else:
         context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     return context
+
+
+def context_or_error(
+    mode: TlsMode, server_name: str, ca_file: str | None
+) -> tuple[ServerNameContext | None, SandboxError | None]:
+    """:func:`client_context`, or the error every job answers when the CA file cannot be used.
+
+    Never a fallback (plaintext, or the client library's own trust store): a backend without
+    its context makes no connection at all.
+    """
+    try:
+        return client_context(mode, server_name, ca_file), None
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        return None, SandboxError(code="unavailable", message=f"the TLS CA file cannot be used: {exc}")
 
 
 def tls_failure(exc: BaseException) -> str | None:

@@ -143,3 +143,25 @@ def test_the_server_name_is_the_configured_one_or_the_urls_host() -> None:
     assert SandboxConfig(neo4j_uri="bolt://h.example.test:7687", tls="verify").server_name() == "h.example.test"
     api = SandboxConfig(transport="query-api", query_api_url="https://q.example.test", tls="verify")
     assert api.server_name() == "q.example.test"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        SandboxConfig(neo4j_uri="bolt://db.example.test:7687", tls="verify", tls_ca_file="/nonexistent/ca.pem"),
+        SandboxConfig(transport="query-api", query_api_url="https://db.example.test", tls="verify",
+                      tls_ca_file="/nonexistent/ca.pem"),
+    ],
+    ids=["bolt", "query-api"],
+)  # fmt: skip
+def test_a_backend_whose_ca_file_cannot_be_used_connects_nowhere_and_says_so(config: SandboxConfig) -> None:
+    from sandbox.bolt import BoltBackend
+    from sandbox.query_api import QueryApiBackend
+    from tests.support.jobs import make_job
+
+    backend = BoltBackend(config) if config.transport == "bolt" else QueryApiBackend(config)
+    backend.warm()
+    result = backend.run(make_job("RETURN 1 AS x"))
+    backend.close()
+    assert not result.ok and result.error is not None and result.error.code == "unavailable"
+    assert "the TLS CA file cannot be used" in result.error.message
