@@ -186,7 +186,7 @@ def connection_info(line: ServerLine | None = None) -> Neo4jConnection:
             f"{line.name}` as this user; if it was started under another user or HOME, give this process that HOME "
             "or CYPHER_GATEWAY_STATE; or set NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD for an existing Neo4j"
         )
-    if (_tls_dir(home_dir(line)) / "public.crt").exists():
+    if _speaks_tls(home_dir(line)):
         # A TLS server is reached by the name its certificate carries.
         bolt, http = f"bolt+s://{TLS_HOST}:{bolt_port(line)}", f"https://{TLS_HOST}:{http_port(line)}"
     else:
@@ -419,6 +419,11 @@ def _tls_dir(home: Path) -> Path:
     return home / "certificates"
 
 
+def _speaks_tls(home: Path) -> bool:
+    """Whether the server of ``home`` was configured to speak only TLS (its certificate is installed)."""
+    return (_tls_dir(home) / "public.crt").exists()
+
+
 def _install_tls(home: Path, source: Path | None) -> Path | None:
     """Copy the key and certificate from ``source`` into the home (None: remove them, plaintext)."""
     target = _tls_dir(home)
@@ -553,7 +558,7 @@ def start(line: ServerLine | None = None, tls: Path | None = None) -> Neo4jConne
     home = home_dir(line)
     pid = _running_pid(line)
     if pid is not None:
-        if (tls is not None) != (_tls_dir(home) / "public.crt").exists():
+        if (tls is not None) != _speaks_tls(home):
             wanted = "with" if tls is not None else "without"
             raise Neo4jSetupError(f"the managed Neo4j is running, but not {wanted} TLS: stop it first")
         connection = connection_info(line)
