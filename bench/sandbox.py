@@ -68,7 +68,7 @@ POLICY = load_policy()
 ANALYZE = POLICY.tool("analyze")
 RATES = (5.0, 10.0, 20.0)
 REUSE = (1, 10, 100)
-# The reused configuration past its capacity (~21 q/s on the 2-core machine): about 3x, with the
+# The reused configuration past its capacity (~23 q/s on the 2-core machine): about 3x, with the
 # default wait and with a short one (what a reviewer trades for the answered queries' latency).
 OVERLOAD_REUSE, OVERLOAD_RATE, OVERLOAD_WAITS = 10, 60.0, (500, 150)
 PRINCIPALS = tuple(Principal(name=f"agent-{i}", scope=frozenset({"project-a"})) for i in range(4))
