@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gateway.errors import SetupError
 from gateway.paths import resource
+from sandbox.wire import Untagged
 
 # The policies shipped in the package: the repository's policies/, built into the wheel.
 POLICIES_DIR = resource("policies")
@@ -112,6 +113,9 @@ class ScopeSettings(_Strict):
     allow_bookkeeping: dict[ToolName, bool] = Field(default_factory=_no_bookkeeping)
     # The reserved parameter the gateway injects with the caller's layer ids.
     scope_parameter: str = "__gw_scope"
+    # An element without the layers property: "hidden" (fail closed), or "global" for a graph
+    # that needs the old reading. Global is otherwise an explicit empty list.
+    untagged: Untagged = "hidden"
 
 
 class ReservedParameters(_Strict):

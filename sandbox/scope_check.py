@@ -8,9 +8,11 @@ the net under it.
 A row that holds any node, relationship or path outside the scope is dropped as
 a whole, not just the element: its other columns may be derived from the
 hidden element (``RETURN n, n.secret``). The rule for one element is the
-rewrite's rule: a missing or empty ``layers`` list is global; a list with a
-string in the scope is visible; anything else (a string, a number, a list of
-non-strings) is malformed and hidden. A relationship of a hidden type is hidden.
+rewrite's rule: an empty ``layers`` list is global; a list of strings with one
+in the scope is visible; a missing property is hidden (global only when the
+policy says ``scope.untagged: global``); anything else (a string, a number, a
+list holding a non-string or a null) is malformed and hidden. A relationship of
+a hidden type is hidden.
 A bare relationship's endpoints are not in the serialized value, so this layer
 checks them only when they appear (in a path or another column); layer 1 always
 checks them.
@@ -30,10 +32,10 @@ def element_visible(properties: Any, scope: ScopeCheck, allowed: frozenset[str])
         return False
     layers = properties.get(scope.layers_property)
     if layers is None:
-        return True
-    if not isinstance(layers, list):
+        return scope.untagged == "global"
+    if not isinstance(layers, list) or not all(isinstance(layer, str) for layer in layers):
         return False
-    return len(layers) == 0 or any(isinstance(layer, str) and layer in allowed for layer in layers)
+    return len(layers) == 0 or any(layer in allowed for layer in layers)
 
 
 def _value_visible(value: Any, scope: ScopeCheck, allowed: frozenset[str], hidden_types: frozenset[str]) -> bool:

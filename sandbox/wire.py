@@ -101,6 +101,8 @@ class SandboxEnv(StrEnum):
 TlsMode = Literal["off", "verify", "trust-all"]
 
 
+# What an element without the scope property is (the policy's scope.untagged).
+Untagged = Literal["hidden", "global"]
 Truncation = Literal["rows", "bytes"]
 QueryType = Literal["r", "rw", "w", "s"]
 SandboxErrorCode = Literal[
@@ -134,6 +136,8 @@ class ScopeCheck:
     layers_property: str
     layers: list[str]
     hidden_relationship_types: list[str] = field(default_factory=list)
+    # An element without the property: hidden unless the policy opted into "global".
+    untagged: Untagged = "hidden"
 
 
 @dataclass(frozen=True, kw_only=True)

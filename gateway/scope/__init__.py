@@ -76,12 +76,19 @@ def plan(
     elif isinstance(query, str):
         raise TypeError("the scope rewrite works on a parsed query")
     else:
-        predicates = Predicates(settings.layers_property, settings.scope_parameter, tuple(hidden))
+        predicates = Predicates(
+            settings.layers_property, settings.scope_parameter, tuple(hidden), settings.untagged == "global"
+        )
         cypher = run_passes(
             query, policy=policy, predicates=predicates, max_chars=policy.tool(tool).limits.max_rewritten_chars
         )
     result_check = (
-        ScopeCheck(layers_property=settings.layers_property, layers=layer_ids, hidden_relationship_types=hidden)
+        ScopeCheck(
+            layers_property=settings.layers_property,
+            layers=layer_ids,
+            hidden_relationship_types=hidden,
+            untagged=settings.untagged,
+        )
         if check_on
         else None
     )

@@ -1,10 +1,16 @@
 """The Cypher text of the visibility predicates the rewrite injects.
 
-One element ``x`` is visible when its layers property is missing or an empty
-list (global), or a list with a string that is in the caller's scope
-parameter. Anything else (a string, a number, a boolean, a list without a
-matching string) is malformed and hides the element: a bad ``layers`` value
-must never widen what a caller sees.
+One element ``x`` is visible when its layers property is an empty list of
+strings (global), or a list of strings with one in the caller's scope
+parameter. A missing property hides the element (unless the policy opts into
+``scope.untagged: global``), and so does anything malformed (a string, a
+number, a list holding a non-string or a null): a writer bug, a renamed
+property or a graph scoped some other way must turn into a missing answer,
+never a disclosure. The property is read once (bound by a one-element
+``any``), not once per test.
+
+The type test needs ``NOT NULL``: ``null IS :: LIST<STRING NOT NULL>`` is true
+in Neo4j (every type includes null unless it says otherwise).
 
 Why ``CASE`` and not ``OR``/``AND``: Neo4j does not promise the order in which
 it evaluates ``OR`` operands, and ``size('a')``/``any(l IN 5 …)`` raise type
@@ -44,17 +50,20 @@ class Predicates:
     layers_property: str
     scope_parameter: str
     hidden_types: tuple[str, ...]
+    # The policy's scope.untagged: True only when it opted into "global" for a missing property.
+    untagged_global: bool = False
 
     def visible(self, element: str) -> str:
         """``element`` (a variable or expression) is visible to the caller."""
-        layers = f"{element}.{quote_name(self.layers_property)}"
+        value = f"{GENERATED_PREFIX}v"
         item = f"{GENERATED_PREFIX}l"
         scope = "$" + quote_name(self.scope_parameter)
+        missing = f"WHEN {value} IS NULL THEN true " if self.untagged_global else ""
         return (
-            f"CASE WHEN {layers} IS NULL THEN true "
-            f"WHEN {layers} IS :: LIST<ANY> THEN size({layers}) = 0 OR "
-            f"any({item} IN {layers} WHERE {item} IS :: STRING NOT NULL AND {item} IN {scope}) "
-            "ELSE false END"
+            f"any({value} IN [{element}.{quote_name(self.layers_property)}] WHERE CASE {missing}"
+            f"WHEN {value} IS :: LIST<STRING NOT NULL> NOT NULL THEN size({value}) = 0 OR "
+            f"any({item} IN {value} WHERE {item} IN {scope}) "
+            "ELSE false END)"
         )
 
     def visible_relationship(self, rel: str) -> str:
