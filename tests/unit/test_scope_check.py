@@ -12,15 +12,19 @@ from sandbox.wire import ScopeCheck
 CHECK = ScopeCheck(layers_property="layers", layers=["project-a"], hidden_relationship_types=["SUPERSEDES"])
 
 
-def node(layers: Any = None, **props: Any) -> dict[str, Any]:
+# An element without the layers property (node(MISSING)); the helpers' default is global ([]).
+MISSING: Any = object()
+
+
+def node(layers: Any = (), **props: Any) -> dict[str, Any]:
     properties = dict(props)
-    if layers is not None:
-        properties["layers"] = layers
+    if layers is not MISSING:
+        properties["layers"] = list(layers) if isinstance(layers, tuple) else layers
     return {"$type": "node", "elementId": "4:x:1", "labels": ["Fact"], "properties": properties}
 
 
-def rel(layers: Any = None, rel_type: str = "RELATES") -> dict[str, Any]:
-    properties = {} if layers is None else {"layers": layers}
+def rel(layers: Any = (), rel_type: str = "RELATES") -> dict[str, Any]:
+    properties = {} if layers is MISSING else {"layers": list(layers) if isinstance(layers, tuple) else layers}
     return {"$type": "relationship", "elementId": "5:x:1", "type": rel_type,
             "startElementId": "4:x:1", "endElementId": "4:x:2", "properties": properties}  # fmt: skip
 
@@ -28,8 +32,8 @@ def rel(layers: Any = None, rel_type: str = "RELATES") -> dict[str, Any]:
 @pytest.mark.parametrize(
     "value",
     [
-        node(),  # no layers property: global
-        node([]),  # empty list: global
+        node(),  # an empty list: global
+        node([]),
         node(["project-a"]),
         node(["project-b", "project-a"]),
         rel(["project-a"]),
@@ -53,8 +57,13 @@ def test_visible_values_are_kept(value: Any) -> None:
         node("project-a"),  # a string, not a list: malformed, hidden even though it names the scope
         node([1, 2]),
         node([None]),
+        node(["project-a", None]),  # a list holding a null is malformed, even with a match
+        node(["project-a", 1]),
+        node(MISSING),  # no layers property: hidden (fail closed)
+        rel(MISSING),
+        node(None),  # a null value is a missing one
         rel(["project-b"]),
-        rel(None, "SUPERSEDES"),  # a bookkeeping type is hidden whatever its layers
+        rel((), "SUPERSEDES"),  # a bookkeeping type is hidden whatever its layers
         # A hidden node in the middle of a path hides the whole path.
         {"$type": "path", "nodes": [node(), node(["project-b"]), node()], "relationships": [rel(), rel()]},
         [node(), [node(), [node(["project-b"])]]],  # nested in collected lists
@@ -67,6 +76,12 @@ def test_a_row_with_any_hidden_element_is_dropped_whole(value: Any) -> None:
     # The second column stands for `n.secret`: it must go with the hidden element.
     rows, redacted = filter_rows(["n", "secret"], [[value, "SECRET"], [node(), "fine"]], CHECK)
     assert rows == [[node(), "fine"]] and redacted == 1
+
+
+def test_untagged_global_is_an_opt_in_that_keeps_malformed_hidden() -> None:
+    opted_in = ScopeCheck(layers_property="layers", layers=["project-a"], untagged="global")
+    rows, redacted = filter_rows(["n"], [[node(MISSING)], [rel(MISSING)], [node("project-a")], [node([1])]], opted_in)
+    assert rows == [[node(MISSING)], [rel(MISSING)]] and redacted == 2
 
 
 def test_empty_scope_means_global_only() -> None:

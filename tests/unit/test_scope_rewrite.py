@@ -239,17 +239,23 @@ def test_the_guard_names_every_path_once_however_many_conditions_could_raise() -
     "cypher, guarded",
     [
         # Inline WHERE of a middle node: behind that node's visibility.
-        ("MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z", "(y WHERE CASE WHEN all(__gw_x IN [y] WHERE CASE"),
+        (
+            "MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z",
+            "(y WHERE CASE WHEN all(__gw_x IN [y] WHERE any(__gw_v IN [__gw_x.layers]",
+        ),
         # Quantified path: behind every element of the group.
         (
             "MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z",
-            "WHERE CASE WHEN all(__gw_x IN [u, v] WHERE CASE WHEN __gw_x.layers IS NULL",
+            "WHERE CASE WHEN all(__gw_x IN [u, v] WHERE any(__gw_v IN [__gw_x.layers] WHERE CASE WHEN __gw_v IS ::",
         ),
         ("MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z", "all(__gw_e IN [r] WHERE"),
         # Quantified relationship: the relationship and both its endpoints.
         ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(__gw_e).layers"),
         # A property map value that could raise: behind the element, null (no match) otherwise.
-        ("MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z", "(z {n: CASE WHEN all(__gw_x IN [y, z] WHERE CASE"),
+        (
+            "MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z",
+            "(z {n: CASE WHEN all(__gw_x IN [y, z] WHERE any(__gw_v IN [__gw_x.layers]",
+        ),
         ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE CASE WHEN all(__gw_x IN nodes(__gw_p1_1)"),
         ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE CASE WHEN all(__gw_x IN nodes("),
     ],
