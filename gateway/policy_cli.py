@@ -115,6 +115,11 @@ def _handle_check(args: argparse.Namespace) -> int:
 def lint_warnings(policy: Policy) -> list[str]:
     """Valid but suspicious settings a reviewer should look at."""
     warnings: list[str] = []
+    if policy.scope.untagged == "global":
+        warnings.append(
+            f"scope.untagged is global: an element without {policy.scope.layers_property!r} is visible to every "
+            "caller, so a writer bug or a renamed property discloses it; tag global elements with an empty list"
+        )
     for tool in TOOL_NAMES:
         tp = policy.tool(tool)
         for proc in sorted(tp.procedures_allowed):
@@ -131,6 +136,20 @@ def lint_warnings(policy: Policy) -> list[str]:
             if family not in tp.functions_denied:
                 warnings.append(f"tools.{tool}.functions_denied does not deny {family}")
     return warnings
+
+
+def untagged_sentence(policy: Policy) -> str:
+    """What happens to an element without the scope property, in a reviewer's words."""
+    name = policy.scope.layers_property
+    if policy.scope.untagged == "global":
+        return (
+            f"an element without {name!r} is GLOBAL: every caller sees it (untagged: global); "
+            f"an element whose {name!r} is not a list of strings is hidden"
+        )
+    return (
+        f"an element without {name!r}, or whose {name!r} is not a list of strings, is hidden from every caller; "
+        f"{name}: [] makes an element global"
+    )
 
 
 def _handle_lint(args: argparse.Namespace) -> int:
@@ -191,6 +210,7 @@ def render_policy(policy: Policy) -> str:
         f"scope: parameter ${sc.scope_parameter}, layers property {sc.layers_property!r}, "
         f"bookkeeping types {_fmt(sc.bookkeeping_relationship_types)}, allow bookkeeping {dict(sc.allow_bookkeeping)}"
     )
+    lines.append(f"scope: {untagged_sentence(policy)}")
     sb = policy.sandbox
     reuse = (
         "one query per container"
