@@ -1,5 +1,6 @@
 """The rewrite's invariant, checked on the real Neo4j: on a graph where every element is visible,
-the gateway answers the agent's query exactly as Neo4j answers it.
+the gateway answers the agent's query exactly as Neo4j answers it (every element carries
+``layers: []``, global).
 
 ``compare`` builds the graph inside a transaction that is rolled back (after deleting, in that
 transaction only, whatever else the database holds, so other tests' data is neither seen nor
@@ -17,6 +18,8 @@ from typing import Any
 from neo4j.exceptions import Neo4jError
 
 from sandbox.serialize import to_json
+
+LAYERS = "layers"  # the default policy's scope property
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ def _graph(tx: Any, setup: list[str], literals: dict[str, str]) -> dict[str, Any
     tx.run("MATCH (n) DETACH DELETE n").consume()
     for statement in setup:
         tx.run(statement).consume()
+    # Every element global, said explicitly (an untagged element is hidden): both queries see the tag.
+    tx.run(f"MATCH (n) WHERE n.{LAYERS} IS NULL SET n.{LAYERS} = []").consume()
+    tx.run(f"MATCH ()-[r]->() WHERE r.{LAYERS} IS NULL SET r.{LAYERS} = []").consume()
     return {name: tx.run(f"RETURN {literal} AS v").single()["v"] for name, literal in literals.items()}
 
 

@@ -1,8 +1,8 @@
 """One TCK scenario through the real gateway, beside Neo4j's own answer and the TCK's.
 
 For each scenario the harness empties the database, builds the scenario's graph with every
-element global (no layers property: visible to any caller), evaluates its parameters, and
-then asks three parties:
+element global (no layers property, under a policy with ``scope.untagged: global``, which the
+fixture sets), evaluates its parameters, and then asks three parties:
 
 * the TCK: the expected table (or the error) the scenario states;
 * Neo4j itself: the TCK's query in a READ transaction on the harness's driver (the control);

@@ -27,15 +27,16 @@ from sandbox.serialize import to_json
 from tests.support.graph import labelled_graph, unique_label
 from tests.support.jobs import patient
 
-GLOBAL_ONLY = Principal(name="invisible")  # the graph below is global: all of it is visible
+GLOBAL_ONLY = Principal(name="invisible")  # the graph below is global (layers: []): all of it is visible
 
 
 @pytest.fixture(scope="module")
 def label(neo4j_driver: Any) -> Iterator[str]:
     label = unique_label("Invisible")
     seed = [
-        f"CREATE (a:{label}:A {{id: 1}})-[:R]->(b:{label}:B {{id: 2}}), (a)-[:R]->(b),"
-        f" (b)-[:R]->(x:{label}:X {{id: 3}}), (a)-[:R]->(x), (:{label}:Z {{id: 4}})",
+        f"CREATE (a:{label}:A {{id: 1, layers: []}})-[:R {{layers: []}}]->(b:{label}:B {{id: 2, layers: []}}),"
+        f" (a)-[:R {{layers: []}}]->(b), (b)-[:R {{layers: []}}]->(x:{label}:X {{id: 3, layers: []}}),"
+        f" (a)-[:R {{layers: []}}]->(x), (:{label}:Z {{id: 4, layers: []}})",
     ]  # fmt: skip
     with labelled_graph(neo4j_driver, label, seed):
         yield label

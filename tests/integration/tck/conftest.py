@@ -28,6 +28,7 @@ import pytest
 from gateway.compose import compose
 from gateway.config import load_settings
 from gateway.ops import neo4j_local
+from gateway.policy import load_policy
 from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import owner_label
@@ -100,7 +101,11 @@ def tck_harness(tck_neo4j: TckNeo4j, sandbox_image: str, docker_client: Any) -> 
     )  # fmt: skip
     # A patient wait for a sandbox: scenarios come back to back on a shared 2-core machine.
     runner = SandboxRunner(settings_for(settings, forwarder_network=tck_neo4j.network), PATIENT)
-    composed = compose(settings, runner=runner, audit=False)
+    # The TCK's graphs carry no layers property and its expected tables none either: this run opts
+    # into `untagged: global` (the policy setting for such graphs) so every element is visible.
+    policy = load_policy(settings.policy_file)
+    policy = policy.model_copy(update={"scope": policy.scope.model_copy(update={"untagged": "global"})})
+    composed = compose(settings, runner=runner, policy=policy, audit=False)
     try:
         assert runner.wait_ready(120), f"the sandbox pool did not fill: {runner.available()}"
         _TALLY.started = time.monotonic()
