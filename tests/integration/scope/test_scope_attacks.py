@@ -35,16 +35,16 @@ def L(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[str]:
     label = f"ScopeAtk{uuid.uuid4().hex[:8]}"
     seed = f"""
     CREATE (g1:{label} {{name: 'g1', layers: []}})
-    CREATE (g2:{label}:Secret {{name: 'g2'}})
+    CREATE (g2:{label}:Secret {{name: 'g2', layers: []}})
     CREATE (a1:{label}:Secret {{name: 'a1', layers: ['project-a']}})
     CREATE (hb:{label}:Secret:OnlyHidden{label} {{name: 'hidden-b', layers: ['project-b'], hiddenKey{label}: 1}})
     CREATE (:{label} {{name: 'hidden-malformed', layers: 'project-a'}})
     CREATE (:{label} {{name: 'hidden-restricted', layers: ['restricted']}})
-    CREATE (g1)-[:LINK {{name: 'g1-a1'}}]->(a1)-[:LINK {{name: 'a1-g2'}}]->(g2)
-    CREATE (g1)-[:LINK {{name: 'hidden-edge-to-b'}}]->(hb)-[:LINK {{name: 'hidden-b-g2'}}]->(g2)
+    CREATE (g1)-[:LINK {{name: 'g1-a1', layers: []}}]->(a1)-[:LINK {{name: 'a1-g2', layers: []}}]->(g2)
+    CREATE (g1)-[:LINK {{name: 'hidden-edge-to-b', layers: []}}]->(hb)-[:LINK {{name: 'hidden-b-g2', layers: []}}]->(g2)
     CREATE (g1)-[:LINK {{name: 'hidden-direct', layers: ['project-b']}}]->(g2)
-    CREATE (a1)-[:SUPERSEDES {{name: 'hidden-supersedes'}}]->(g1)
-    CREATE (g2)-[:CONTRADICTS {{name: 'hidden-contradicts'}}]->(a1)
+    CREATE (a1)-[:SUPERSEDES {{name: 'hidden-supersedes', layers: []}}]->(g1)
+    CREATE (g2)-[:CONTRADICTS {{name: 'hidden-contradicts', layers: []}}]->(a1)
     CREATE (g2)-[:LINK {{name: 'hidden-malformed-edge', layers: 'project-a'}}]->(a1)
     CREATE (a1)-[:HIDDENONLY{label} {{name: 'hidden-type', layers: ['project-b']}}]->(g2)
     """

@@ -30,13 +30,13 @@ B = ["project-b"]
 GLOBAL: list[str] = []
 ANYONE = Principal(name="scope-attacks")
 
-# g1, g2 global (g1 an empty list, g2 no property); a1 project-a; b1 project-b; ab both;
+# g1, g2 global (both an explicit empty list); a1 project-a; b1 project-b; ab both;
 # m1..m4 malformed layers values (a string naming project-a, '', an integer, a boolean).
 # Paths g1 -> x -> g2 via a1 and via b1; a direct g1 -> g2 edge that is itself project-b;
 # a1 SUPERSEDES g1; g1 -> b1 is a global edge to a hidden node; g2 -> ab has malformed layers.
 SEED = """
 CREATE (g1:ScopeT:Fact {name: 'g1', layers: []})
-CREATE (g2:ScopeT:Fact:Secret {name: 'g2'})
+CREATE (g2:ScopeT:Fact:Secret {name: 'g2', layers: []})
 CREATE (a1:ScopeT:Fact:Secret {name: 'a1', layers: ['project-a']})
 CREATE (b1:ScopeT:Fact:Secret {name: 'b1', layers: ['project-b']})
 CREATE (ab:ScopeT:Fact {name: 'ab', layers: ['project-b', 'project-a']})
@@ -44,10 +44,10 @@ CREATE (:ScopeT:Fact {name: 'm1', layers: 'project-a'})
 CREATE (:ScopeT:Fact {name: 'm2', layers: ''})
 CREATE (:ScopeT:Fact {name: 'm3', layers: 7})
 CREATE (:ScopeT:Fact {name: 'm4', layers: true})
-CREATE (g1)-[:LINK {name: 'g1-a1'}]->(a1)-[:LINK {name: 'a1-g2'}]->(g2)
-CREATE (g1)-[:LINK {name: 'g1-b1', layers: []}]->(b1)-[:LINK {name: 'b1-g2'}]->(g2)
+CREATE (g1)-[:LINK {name: 'g1-a1', layers: []}]->(a1)-[:LINK {name: 'a1-g2', layers: []}]->(g2)
+CREATE (g1)-[:LINK {name: 'g1-b1', layers: []}]->(b1)-[:LINK {name: 'b1-g2', layers: []}]->(g2)
 CREATE (g1)-[:LINK {name: 'g1-g2', layers: ['project-b']}]->(g2)
-CREATE (a1)-[:SUPERSEDES {name: 'a1-sup-g1'}]->(g1)
+CREATE (a1)-[:SUPERSEDES {name: 'a1-sup-g1', layers: []}]->(g1)
 CREATE (g2)-[:LINK {name: 'g2-bad', layers: 'project-a'}]->(ab)
 """
 

@@ -23,13 +23,14 @@ ALICE = Principal(name="alice", scope=frozenset({"project-a"}))
 
 @pytest.fixture(scope="module")
 def label(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[str]:
-    """g global, a project-a, b project-b, m malformed ('project-a' as a string); a -> b, g -> a, a SUPERSEDES g."""
+    """g global ([]), a project-a, b project-b, m malformed (a string); a -> b, g -> a, a SUPERSEDES g."""
     name = f"ScopeL2{uuid.uuid4().hex[:8]}"
     with neo4j_driver.session(database=neo4j_connection.database) as session:
         session.run(
-            f"CREATE (g:{name} {{name: 'g'}}), (a:{name} {{name: 'a', layers: ['project-a']}}), "
+            f"CREATE (g:{name} {{name: 'g', layers: []}}), (a:{name} {{name: 'a', layers: ['project-a']}}), "
             f"(b:{name} {{name: 'b', layers: ['project-b']}}), (:{name} {{name: 'm', layers: 'project-a'}}), "
-            "(g)-[:LINK {name: 'g-a'}]->(a), (a)-[:LINK {name: 'a-b'}]->(b), (a)-[:SUPERSEDES {name: 'a-g'}]->(g)"
+            "(g)-[:LINK {name: 'g-a', layers: []}]->(a), (a)-[:LINK {name: 'a-b', layers: []}]->(b), "
+            "(a)-[:SUPERSEDES {name: 'a-g', layers: []}]->(g)"
         ).consume()
     yield name
     with neo4j_driver.session(database=neo4j_connection.database) as session:

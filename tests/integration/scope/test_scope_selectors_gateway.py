@@ -35,7 +35,8 @@ def graph(neo4j_driver: Any) -> Iterator[str]:
         f"CREATE (a:{label} {{name: 'a', layers: []}}), (h:{label} {{name: 'h', layers: ['project-b']}}), "
         f"(b:{label} {{name: 'b', layers: []}}), (v1:{label} {{name: 'v1', layers: ['project-a']}}), "
         f"(v2:{label} {{name: 'v2', layers: []}}), "
-        "(a)-[:R]->(h)-[:R]->(b), (a)-[:R]->(v1)-[:R]->(v2)-[:R]->(b)"
+        "(a)-[:R {layers: []}]->(h)-[:R {layers: []}]->(b), "
+        "(a)-[:R {layers: []}]->(v1)-[:R {layers: []}]->(v2)-[:R {layers: []}]->(b)"
     ]
     with labelled_graph(neo4j_driver, label, seed, database="neo4j"):
         yield label
