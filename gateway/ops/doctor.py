@@ -3,8 +3,9 @@
 Each check says ``ok``, ``failed`` (with a fix) or ``skipped`` (a check it needs failed),
 in the order a request needs them: the settings, the policy, the audit log, Docker, the
 sandbox image, Neo4j's address, then a live sandbox: it starts, one read query goes
-through the real pool, forwarder and credentials (TLS included), and the egress probe
-runs in the same box.
+through the real pool, forwarder and credentials (TLS included), the policy's scope is
+held against the graph (its property must occur, the names it lists must exist; per label
+and type, how many elements it hides), and the egress probe runs in the same box.
 Exit 0 only when every check holds; ``--json`` prints the same report as one object.
 
 The doctor starts its own small runner (one warm sandbox) and removes it on the way
@@ -24,17 +25,21 @@ from pydantic import BaseModel
 
 from gateway.compose import unreachable
 from gateway.config import GatewaySettings, Neo4jTarget, load_settings, neo4j_target
-from gateway.errors import SetupError
+from gateway.errors import GatewayError, SetupError
+from gateway.ops import scope_survey
 from gateway.ops.egress import ProbeFailed, doctor_request, network_gateways, run_probe
 from gateway.ops.images import sandbox_image_tag
 from gateway.policy import Policy, load_policy
 from gateway.policy_cli import lint_warnings
 from gateway.runner import SandboxRunner, job_for, settings_for
+from sandbox.wire import SandboxJob
 
 Status = Literal["ok", "failed", "skipped"]
 # What the read check asks: a real read of the graph, cheap on any size (Neo4j counts from its store).
 READ_QUERY = "MATCH (n) RETURN count(n) AS nodes"
 READY_TIMEOUT_S = 60.0
+# The scope survey counts every element once: minutes at most on a large graph, operator-run.
+SURVEY_TIMEOUT_S = 120.0
 
 
 class Check(BaseModel):
@@ -83,6 +88,7 @@ class Doctor:
             self._check("neo4j", self._neo4j, needs=["settings"])
             self._check("sandbox", self._sandbox, needs=["sandbox image", "neo4j"])
             self._check("neo4j read", self._read, needs=["policy", "sandbox"])
+            self._check("scope vs graph", self._scope_graph, needs=["neo4j read"])
             self._check("sandbox egress", self._egress, needs=["sandbox"])
         finally:
             if self.runner is not None:
@@ -217,6 +223,30 @@ class Doctor:
             raise _Failed(f"the sandbox's read failed ({result.error.code}): {result.error.message}",
                           _read_fix(result.error.message, result.error.neo4j_code))  # fmt: skip
         return f"a sandbox read {result.rows[0][0]} nodes from {database} as {user!r} in a READ transaction"
+
+    def _scope_graph(self) -> str:
+        assert self.policy is not None
+        found = scope_survey.survey(self.policy, self._query)
+        if found.problems:
+            raise _Failed("; ".join(found.problems), scope_survey.FIX)
+        return f"{found.layers_property!r} is in use; {found.hidden_summary()}"
+
+    def _query(self, cypher: str, params: dict[str, Any]) -> list[list[Any]]:
+        """One of the doctor's own reads (the operator's, unscoped) in a sandbox, or a failed check."""
+        assert self.runner is not None and self.target is not None
+        job = SandboxJob(query_id=f"doctor-{uuid.uuid4().hex[:8]}", cypher=cypher, params=params,
+                         database=self.target.database, timeout_seconds=SURVEY_TIMEOUT_S, max_rows=100_000,
+                         max_bytes=16_000_000)  # fmt: skip
+        # One-shot sandboxes from a pool of one: wait for the next to be warm.
+        self.runner.wait_ready(READY_TIMEOUT_S)
+        try:
+            result = self.runner.run(job)
+        except GatewayError as exc:
+            raise _Failed(f"could not look at the graph: {exc}", "run doctor again when Neo4j is less busy") from exc
+        if result.error is not None or result.truncated:
+            why = result.error.message if result.error is not None else "the answer was truncated"
+            raise _Failed(f"could not look at the graph: {why}", "run doctor again when Neo4j is less busy")
+        return result.rows
 
     def _egress(self) -> str:
         assert self.runner is not None

@@ -1,0 +1,118 @@
+"""What the policy's scope would make of the graph it is pointed at: the operator's look, not an agent's.
+
+``survey(policy, run)`` asks Neo4j (through ``run``, a READ query in a sandbox, unscoped: it is
+the operator's check, never on the request path) whether the policy's scope property occurs on
+any node or relationship, whether each label and relationship type the policy names exists, and,
+per label and relationship type, how many elements lack the property or hold a malformed one
+(what the policy hides). Counts only: one pass over the graph per element kind, and the count
+store for the names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from gateway.policy import Policy
+from gateway.scope.predicates import quote_name
+
+# A query and its parameters -> its rows.
+Run = Callable[[str, dict[str, Any]], list[list[Any]]]
+
+# The degraded reason serve adds to every answer while the scope property occurs nowhere.
+PROPERTY_MISSING = "scope:property-missing"
+FIX = (
+    "set scope.layers_property to the property your graph uses, or tag elements (an empty list makes an element global)"
+)
+
+_ON_NODES = "EXISTS { MATCH (n) WHERE n[$p] IS NOT NULL }"
+_ON_RELATIONSHIPS = "EXISTS { MATCH ()-[r]->() WHERE r[$p] IS NOT NULL }"
+_HIDDEN = (
+    "WITH {kind} AS kind, {key} AS name, {element}[$p] AS v "
+    "RETURN kind, name, count(*) AS total, sum(CASE WHEN v IS NULL THEN 1 ELSE 0 END) AS untagged, "
+    "sum(CASE WHEN v IS NOT NULL AND NOT v IS :: LIST<STRING NOT NULL> THEN 1 ELSE 0 END) AS malformed"
+)
+# Per label and relationship type, in one query: one pass over the nodes, one over the relationships.
+HIDDEN = (
+    "MATCH (n) UNWIND labels(n) AS label "
+    + _HIDDEN.format(kind="'label'", key="label", element="n")
+    + " UNION ALL MATCH ()-[r]->() "
+    + _HIDDEN.format(kind="'type'", key="type(r)", element="r")
+)
+
+
+class Hidden(BaseModel):
+    kind: str  # "label" or "type"
+    name: str
+    total: int
+    untagged: int
+    malformed: int
+
+
+class Survey(BaseModel):
+    layers_property: str
+    property_found: bool
+    missing_labels: list[str]
+    missing_types: list[str]
+    hidden: list[Hidden] = []
+
+    @property
+    def problems(self) -> list[str]:
+        """What makes the policy not fit the graph, each in one sentence."""
+        out: list[str] = []
+        if not self.property_found:
+            out.append(
+                f"the policy's scope property {self.layers_property!r} occurs on no node or relationship: "
+                "every element is hidden from every caller"
+            )
+        if self.missing_labels:
+            out.append(f"labels the policy names do not exist in the graph: {', '.join(self.missing_labels)}")
+        if self.missing_types:
+            out.append(
+                f"relationship types the policy names do not exist in the graph: {', '.join(self.missing_types)}"
+            )
+        return out
+
+    def hidden_summary(self, limit: int = 12) -> str:
+        hiding = [h for h in self.hidden if h.untagged or h.malformed]
+        if not hiding:
+            return f"every element carries {self.layers_property!r} as a list of strings"
+        parts = [f"{h.kind} {h.name}: {h.untagged} untagged, {h.malformed} malformed of {h.total}" for h in hiding]
+        more = f"; and {len(parts) - limit} more" if len(parts) > limit else ""
+        return "the policy hides " + "; ".join(parts[:limit]) + more
+
+
+def named_labels(policy: Policy) -> list[str]:
+    return sorted({label for tool in policy.tools.values() for label in tool.denied_labels})
+
+
+def named_types(policy: Policy) -> list[str]:
+    names = set(policy.scope.bookkeeping_relationship_types)
+    for tool in policy.tools.values():
+        names |= tool.denied_relationship_types
+    return sorted(names)
+
+
+def survey(policy: Policy, run: Run, *, counts: bool = True) -> Survey:
+    """The policy against the graph; ``counts=False`` skips the per-label pass (serve's start-up)."""
+    prop = policy.scope.layers_property
+    labels, types = named_labels(policy), named_types(policy)
+    # One query for the property and every name (the count store answers each count).
+    label_counts = ", ".join(f"COUNT {{ MATCH (n:{quote_name(name)}) }}" for name in labels)
+    type_counts = ", ".join(f"COUNT {{ MATCH ()-[r:{quote_name(name)}]->() }}" for name in types)
+    row = run(f"RETURN {_ON_NODES} OR {_ON_RELATIONSHIPS}, [{label_counts}], [{type_counts}]", {"p": prop})[0]
+    found = bool(row[0])
+    missing_labels = [name for name, count in zip(labels, row[1], strict=True) if not count]
+    missing_types = [name for name, count in zip(types, row[2], strict=True) if not count]
+    hidden = (
+        [Hidden(kind=r[0], name=r[1], total=r[2], untagged=r[3], malformed=r[4]) for r in run(HIDDEN, {"p": prop})]
+        if counts
+        else []
+    )
+    hidden.sort(key=lambda h: (h.kind, h.name))
+    return Survey(
+        layers_property=prop, property_found=found, missing_labels=missing_labels, missing_types=missing_types,
+        hidden=hidden,
+    )  # fmt: skip
