@@ -68,6 +68,10 @@ class Gateway:
         self.database = database
         # Why there is no runner at all (what compose found missing, and the fix).
         self.disabled_reason = disabled_reason
+        # What serve found wrong at start-up that every answer must say (the policy's scope
+        # property occurs nowhere in the graph): degraded markers, and the reason with the fix.
+        self.standing_degraded: list[str] = []
+        self.standing_reason: str | None = None
 
     # --- check -------------------------------------------------------------------------------
 
@@ -184,7 +188,13 @@ class Gateway:
         notifications = sandbox_result.notifications
         if prepared.plan.withhold_data_notifications:
             notifications = scope.kept_notifications(notifications)
-        return answer.fit(_tool_result(tool, sandbox_result, notifications), limits.max_bytes)
+        result = answer.fit(_tool_result(tool, sandbox_result, notifications), limits.max_bytes)
+        if self.standing_degraded:
+            reason = result.degradedReason or self.standing_reason
+            result = result.model_copy(
+                update={"degraded": [*result.degraded, *self.standing_degraded], "degradedReason": reason}
+            )
+        return result
 
     def cancel(self, query_id: str) -> bool:
         """Stop a query :meth:`run` is running (from another thread): its sandbox is killed.

@@ -25,14 +25,13 @@ from pydantic import BaseModel
 
 from gateway.compose import unreachable
 from gateway.config import GatewaySettings, Neo4jTarget, load_settings, neo4j_target
-from gateway.errors import GatewayError, SetupError
+from gateway.errors import SetupError
 from gateway.ops import scope_survey
 from gateway.ops.egress import ProbeFailed, doctor_request, network_gateways, run_probe
 from gateway.ops.images import sandbox_image_tag
 from gateway.policy import Policy, load_policy
 from gateway.policy_cli import lint_warnings
 from gateway.runner import SandboxRunner, job_for, settings_for
-from sandbox.wire import SandboxJob
 
 Status = Literal["ok", "failed", "skipped"]
 # What the read check asks: a real read of the graph, cheap on any size (Neo4j counts from its store).
@@ -234,19 +233,11 @@ class Doctor:
     def _query(self, cypher: str, params: dict[str, Any]) -> list[list[Any]]:
         """One of the doctor's own reads (the operator's, unscoped) in a sandbox, or a failed check."""
         assert self.runner is not None and self.target is not None
-        job = SandboxJob(query_id=f"doctor-{uuid.uuid4().hex[:8]}", cypher=cypher, params=params,
-                         database=self.target.database, timeout_seconds=SURVEY_TIMEOUT_S, max_rows=100_000,
-                         max_bytes=16_000_000)  # fmt: skip
-        # One-shot sandboxes from a pool of one: wait for the next to be warm.
-        self.runner.wait_ready(READY_TIMEOUT_S)
+        run = scope_survey.via_sandbox(self.runner, self.target.database, SURVEY_TIMEOUT_S, READY_TIMEOUT_S)
         try:
-            result = self.runner.run(job)
-        except GatewayError as exc:
+            return run(cypher, params)
+        except scope_survey.SurveyFailed as exc:
             raise _Failed(f"could not look at the graph: {exc}", "run doctor again when Neo4j is less busy") from exc
-        if result.error is not None or result.truncated:
-            why = result.error.message if result.error is not None else "the answer was truncated"
-            raise _Failed(f"could not look at the graph: {why}", "run doctor again when Neo4j is less busy")
-        return result.rows
 
     def _egress(self) -> str:
         assert self.runner is not None

@@ -10,13 +10,17 @@ store for the names.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
+from gateway.errors import GatewayError
 from gateway.policy import Policy
+from gateway.runner import SandboxRunner
 from gateway.scope.predicates import quote_name
+from sandbox.wire import SandboxJob
 
 # A query and its parameters -> its rows.
 Run = Callable[[str, dict[str, Any]], list[list[Any]]]
@@ -116,3 +120,27 @@ def survey(policy: Policy, run: Run, *, counts: bool = True) -> Survey:
         layers_property=prop, property_found=found, missing_labels=missing_labels, missing_types=missing_types,
         hidden=hidden,
     )  # fmt: skip
+
+
+class SurveyFailed(Exception):
+    """The graph could not be looked at (Neo4j busy or refusing); the message says why."""
+
+
+def via_sandbox(
+    runner: SandboxRunner, database: str | None, timeout_seconds: float, ready_seconds: float = 60.0
+) -> Run:
+    """A :data:`Run` that sends each query to a sandbox of ``runner`` (READ transaction, no scope)."""
+
+    def run(cypher: str, params: dict[str, Any]) -> list[list[Any]]:
+        job = SandboxJob(query_id=f"survey-{uuid.uuid4().hex[:8]}", cypher=cypher, params=params, database=database,
+                         timeout_seconds=timeout_seconds, max_rows=100_000, max_bytes=16_000_000)  # fmt: skip
+        runner.wait_ready(ready_seconds, count=1)
+        try:
+            result = runner.run(job)
+        except GatewayError as exc:
+            raise SurveyFailed(str(exc)) from exc
+        if result.error is not None or result.truncated:
+            raise SurveyFailed(result.error.message if result.error is not None else "the answer was truncated")
+        return result.rows
+
+    return run
