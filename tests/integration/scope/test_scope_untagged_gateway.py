@@ -17,6 +17,7 @@ import pytest
 from gateway.domain import LayerSwitches, Principal
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
+from gateway.scope.predicates import Predicates
 from gateway.service import Gateway
 
 pytestmark = pytest.mark.neo4j2026
@@ -69,3 +70,28 @@ def test_untagged_global_is_an_explicit_opt_in(sandbox_runner: SandboxRunner, un
         result = gateway.run("analyze", f"MATCH (n:{untagged}) RETURN n.name, n ORDER BY n.name", {}, NOBODY)
         # Missing is global again; malformed stays hidden whatever the setting.
         assert [row[0] for row in result.rows] == ["attempt", "global", "secret-task"]
+
+
+@pytest.mark.parametrize(
+    ("layers", "visible"),
+    [
+        (None, False),  # missing
+        ([], True),  # global, explicitly
+        (["secret"], True),
+        (["other"], False),
+        ("secret", False),  # a string, not a list
+        ([1], False),  # a list with a non-string
+        (["secret", 1], False),
+        (["secret", None], False),  # a list holding a null (only a value, never a stored property, can)
+        ([None], False),
+        ([["secret"]], False),
+        (True, False),
+    ],
+)
+def test_the_predicate_on_neo4j(neo4j_driver: Any, layers: Any, visible: bool) -> None:
+    for untagged_global in (False, True):
+        predicates = Predicates("layers", "__gw_scope", (), untagged_global)
+        records, _, _ = neo4j_driver.execute_query(
+            f"RETURN {predicates.visible('$element')} AS v", {"element": {"layers": layers}, "__gw_scope": ["secret"]}
+        )
+        assert records[0]["v"] is (visible or (untagged_global and layers is None)), (layers, untagged_global)
