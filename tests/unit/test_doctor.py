@@ -47,7 +47,7 @@ def test_missing_services_are_named_with_fixes_and_their_dependents_skipped(
     assert "DOCKER_HOST" in checks["docker"]["fix"]
     assert checks["neo4j"]["status"] == "failed" and "not reachable" in checks["neo4j"]["detail"]
     assert "listens at" in checks["neo4j"]["fix"]
-    for name in ("sandbox image", "sandbox", "neo4j read", "sandbox egress"):
+    for name in ("sandbox image", "sandbox", "neo4j read", "scope vs graph", "sandbox egress"):
         assert checks[name]["status"] == "skipped", checks[name]
     assert checks["sandbox"]["detail"] == "needs: sandbox image, neo4j"
     assert "irrelevant-password" not in json.dumps(checks)
@@ -86,7 +86,7 @@ def test_the_text_report_puts_each_fix_under_its_failure(
     lines = capsys.readouterr().out.splitlines()
     failed = next(i for i, line in enumerate(lines) if line.startswith("FAILED") and " docker " in line)
     assert "fix:" in lines[failed + 1]
-    assert lines[-1].startswith("6 of 9 checks do not hold: docker, sandbox image, neo4j")
+    assert lines[-1].startswith("7 of 10 checks do not hold: docker, sandbox image, neo4j")
 
 
 def test_a_probe_report_names_every_breach() -> None:
