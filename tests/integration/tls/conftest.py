@@ -79,7 +79,7 @@ def tls_driver(tls_neo4j: TlsNeo4j) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def tls_seeded(tls_driver: Any) -> Iterator[str]:
-    """Three global nodes on the TLS server under a run-unique label; yields the label."""
+    """Three global nodes (layers: []) on the TLS server under a run-unique label; yields the label."""
     label = unique_label("Tls")
-    with labelled_graph(tls_driver, label, [f"UNWIND range(1, 3) AS i CREATE (:{label} {{i: i}})"]):
+    with labelled_graph(tls_driver, label, [f"UNWIND range(1, 3) AS i CREATE (:{label} {{i: i, layers: []}})"]):
         yield label
