@@ -87,10 +87,12 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def seed(driver: Any, label: str) -> None:
     with driver.session() as s:
-        s.run(f"UNWIND range(1, 2000) AS i CREATE (:{label} {{i: i, name: 'node ' + toString(i), layers: []}})").consume()
+        s.run(
+            f"UNWIND range(1, 2000) AS i CREATE (:{label} {{i: i, name: 'node ' + toString(i), layers: []}})"
+        ).consume()
         s.run(f"CREATE INDEX {label}_i IF NOT EXISTS FOR (n:{label}) ON (n.i)").consume()
         s.run("CALL db.awaitIndexes(60)").consume()
-        s.run(f"MATCH (a:{label}), (b:{label}) WHERE b.i = a.i + 1 CREATE (a)-[:NEXT {layers: []}]->(b)").consume()
+        s.run(f"MATCH (a:{label}), (b:{label}) WHERE b.i = a.i + 1 CREATE (a)-[:NEXT {{layers: []}}]->(b)").consume()
 
 
 def machine_busy() -> tuple[int, int]:
