@@ -35,11 +35,9 @@ SCOPES: dict[str, list[str]] = {"ScopeDa": ["project-a"], "ScopeDb": ["project-b
 
 def visible(layers: Any, layer_scope: list[str]) -> bool:
     """The scope model, written independently of gateway/scope/predicates.py."""
-    if layers is None:
-        return True
-    if not isinstance(layers, list):
-        return False
-    return not layers or any(isinstance(x, str) and x in layer_scope for x in layers)
+    if not isinstance(layers, list) or not all(isinstance(x, str) for x in layers):
+        return False  # missing (untagged) or malformed: hidden
+    return not layers or any(x in layer_scope for x in layers)
 
 
 @pytest.fixture(scope="module")
