@@ -183,6 +183,13 @@ SCOPE_TOO_LARGE = Rule(
     "scope",
 )
 
+SCOPE_WIDER = Rule(
+    "scope.wider",
+    "A request's own `scope` may only narrow the caller's: a layer outside the principal's scope is refused "
+    "(an empty list narrows to global-only).",
+    "scope",
+)
+
 # --- inside the sandbox ----------------------------------------------------------------------
 SANDBOX_EXPLAIN = Rule(
     "sandbox.explain",
@@ -222,6 +229,7 @@ CATALOGUE: tuple[Rule, ...] = (
     SCOPE_UNSUPPORTED,
     SCOPE_ELEMENT_ID,
     SCOPE_TOO_LARGE,
+    SCOPE_WIDER,
     SANDBOX_EXPLAIN,
 )
 """Every rule, in the order a request meets them."""

@@ -49,6 +49,14 @@ Params = Annotated[
     Field(description="Query parameters, referenced as $name in the query. Values are never logged."),
 ]
 
+RequestedScope = Annotated[
+    list[str] | None,
+    Field(
+        description="Optional: see only these of your layers for this request ([] = global elements only). "
+        "Omit it for your whole scope; a layer outside your scope is refused (rule scope.wider)."
+    ),
+]
+
 TOOL_NAMES = ("recall", "analyze", "check", "schema")
 
 _QUERY_ADVICE = (
@@ -230,7 +238,7 @@ def build_server(
         return principal.name, transport
 
     async def _run(tool: Literal["recall", "analyze"], cypher: str, params: dict[str, Any] | None,
-                   ctx: Context[Any, Any]) -> CallToolResult:  # fmt: skip
+                   requested: list[str] | None, ctx: Context[Any, Any]) -> CallToolResult:  # fmt: skip
         try:
             principal, transport = resolve(ctx)
         except GatewayError as exc:
@@ -240,7 +248,9 @@ def build_server(
         query_id = uuid.uuid4().hex
         try:
             result = await anyio.to_thread.run_sync(
-                lambda: gateway.run(tool, cypher, params, principal, transport=transport, query_id=query_id),
+                lambda: gateway.run(
+                    tool, cypher, params, principal, transport=transport, query_id=query_id, scope=requested
+                ),
                 abandon_on_cancel=True,
             )
         except anyio.get_cancelled_exc_class():
@@ -260,15 +270,15 @@ def build_server(
     @server.tool(name="recall", title=TITLES["recall"], description=recall_description(gateway.policy),
                  annotations=_READ_ONLY)  # fmt: skip
     async def recall(
-        cypher: CypherText, ctx: Context[Any, Any], params: Params = None
+        cypher: CypherText, ctx: Context[Any, Any], params: Params = None, scope: RequestedScope = None
     ) -> Annotated[CallToolResult, ToolResult]:
-        return await _run("recall", cypher, params, ctx)
+        return await _run("recall", cypher, params, scope, ctx)
 
     @server.tool(name="analyze", title=TITLES["analyze"], description=ANALYZE_DESCRIPTION, annotations=_READ_ONLY)
     async def analyze(
-        cypher: CypherText, ctx: Context[Any, Any], params: Params = None
+        cypher: CypherText, ctx: Context[Any, Any], params: Params = None, scope: RequestedScope = None
     ) -> Annotated[CallToolResult, ToolResult]:
-        return await _run("analyze", cypher, params, ctx)
+        return await _run("analyze", cypher, params, scope, ctx)
 
     @server.tool(name="check", title=TITLES["check"], description=CHECK_DESCRIPTION, annotations=_READ_ONLY)
     async def check(
@@ -276,11 +286,12 @@ def build_server(
         tool: Annotated[Literal["recall", "analyze"], Field(description="The tool you mean to call.")],
         ctx: Context[Any, Any],
         params: Params = None,
+        scope: RequestedScope = None,
     ) -> Annotated[CallToolResult, CheckResult]:
         try:
             principal, transport = resolve(ctx)
             result = await anyio.to_thread.run_sync(
-                lambda: gateway.check(tool, cypher, params, principal, transport=transport)
+                lambda: gateway.check(tool, cypher, params, principal, transport=transport, scope=scope)
             )
         except GatewayError as exc:
             return error_result(exc)

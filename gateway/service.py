@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +32,7 @@ from gateway.errors import (
 )
 from gateway.policy import CypherVersion, Limits, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
+from gateway.scope.narrow import narrowed
 from sandbox.wire import Notification, SandboxResult
 
 log = logging.getLogger("gateway.service")
@@ -83,9 +84,11 @@ class Gateway:
         principal: Principal,
         *,
         transport: Transport = "direct",
+        scope: Sequence[str] | None = None,
     ) -> CheckResult:
         """Guard + scope rewrite, nothing run. Never raises for a bad query: it says why.
 
+        ``scope``: the request's narrowing of the principal's layers (``scope.narrow``).
         Raises ``InternalError`` only when something unexpected fails (a bug).
         """
         started = time.monotonic()
@@ -95,17 +98,22 @@ class Gateway:
             param_keys=sorted(params) if isinstance(params, Mapping) else [],
         )  # fmt: skip
         try:
-            result = self._check(tool, cypher, params, principal)
+            result = self._check(tool, cypher, params, principal, scope)
         except Exception as exc:
             raise self._internal(event, exc, started) from exc
         self._audit(event.checked(tool, result.allowed, result.rule, started))
         return result
 
     def _check(
-        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal
+        self,
+        tool: ToolName,
+        cypher: str,
+        params: Mapping[str, Any] | None,
+        principal: Principal,
+        requested_scope: Sequence[str] | None,
     ) -> CheckResult:
         try:
-            prepared = self._prepare(tool, cypher, params, principal)
+            prepared = self._prepare(tool, cypher, params, principal, requested_scope)
         except QueryRejected as exc:
             return CheckResult(allowed=False, rule=exc.rule, reason=exc.reason, tool=tool, policy=self.policy.name)
         except InvalidInput as exc:
@@ -127,6 +135,7 @@ class Gateway:
         *,
         transport: Transport = "direct",
         query_id: str | None = None,
+        scope: Sequence[str] | None = None,
     ) -> ToolResult:
         """Run one agent query through every layer.
 
@@ -136,7 +145,8 @@ class Gateway:
         fails (a bug), ``InternalError`` with the query id. When no sandbox can be started at
         all, it answers ``degraded: ["<tool>:disabled"]`` with no rows and the reason instead:
         the query is never run anywhere else. ``query_id``: chosen by a caller that may
-        :meth:`cancel` the query from another thread.
+        :meth:`cancel` the query from another thread. ``scope``: the request's narrowing of the
+        principal's layers (``scope.narrow``; anything wider is refused as ``scope.wider``).
         """
         started = time.monotonic()
         query_id = query_id or uuid.uuid4().hex
@@ -146,7 +156,7 @@ class Gateway:
             param_keys=sorted(params) if isinstance(params, Mapping) else [],
         )  # fmt: skip
         try:
-            result = self._run(tool, cypher, params, principal, query_id, started)
+            result = self._run(tool, cypher, params, principal, query_id, started, scope)
         except GatewayError as exc:
             self._audit(event.failed(exc, started))
             raise
@@ -163,8 +173,9 @@ class Gateway:
         principal: Principal,
         query_id: str,
         started: float,
+        requested_scope: Sequence[str] | None,
     ) -> ToolResult:
-        prepared = self._prepare(tool, cypher, params, principal)
+        prepared = self._prepare(tool, cypher, params, principal, requested_scope)
         if self.runner is None:
             return _disabled(query_id, tool, self.disabled_reason or "no sandbox runner is configured")
         limits = self.policy.tool(tool).limits
@@ -221,7 +232,12 @@ class Gateway:
     # --- the steps ---------------------------------------------------------------------------
 
     def _prepare(
-        self, tool: ToolName, cypher: str, params: Mapping[str, Any] | None, principal: Principal
+        self,
+        tool: ToolName,
+        cypher: str,
+        params: Mapping[str, Any] | None,
+        principal: Principal,
+        requested_scope: Sequence[str] | None = None,
     ) -> _Prepared:
         if tool not in self.policy.tools:
             raise InvalidInput(f"unknown tool {tool!r}; expected one of {', '.join(self.policy.tools)}")
@@ -233,7 +249,10 @@ class Gateway:
             parsed = guard.parse_query(cypher, self.policy.tool(tool).limits, self.policy.cypher.default_version)
         if parsed is not None and self.layers.guard:
             guard.enforce(parsed, caller_params, tool, self.policy)
-        plan = scope.plan(parsed or cypher, self.policy, tool, principal, self.layers)
+        # Narrowed before the plan: the rewrite and the sandbox's result check both see only the
+        # layers this request asked for; the container is still the principal's own.
+        seeing = narrowed(principal, requested_scope)
+        plan = scope.plan(parsed or cypher, self.policy, tool, seeing, self.layers)
         # The scope parameter goes in last, so a caller's value for the reserved key can
         # never survive (the guard also rejects such keys outright).
         return _Prepared(

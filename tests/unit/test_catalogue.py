@@ -113,6 +113,8 @@ def test_every_rule_in_the_catalogue_is_produced_by_some_request() -> None:
     through_check(POLICY, "analyze", "MATCH (a) RETURN apoc.node.degree(a) AS d", {})
     through_check(POLICY, "analyze", "MATCH (a) RETURN elementId(a) AS i", {})
     through_check(POLICY, "analyze", "MATCH " + ", ".join(["()"] * 500) + " RETURN 1 AS x", {})
+    narrowing = Gateway(POLICY, ExplainRefuses()).check("analyze", "RETURN 1 AS x", {}, ALICE, scope=["l2"])
+    produced[str(narrowing.rule)] = "a request scope wider than the principal's"
     # The Gateway refuses an unknown tool as the request's shape (input.invalid); the guard,
     # asked directly, names the tool itself.
     decision = guard.check("RETURN 1 AS x", {}, "delete_everything", POLICY)  # type: ignore[arg-type]

@@ -235,3 +235,17 @@ def test_a_disabled_tool_says_why_in_the_answer_and_in_a_log_notification() -> N
     assert schema.structured_content["degradedReason"] == reason
     assert [entry.level for entry in logged] == ["warning", "warning"]
     assert logged[0].data == {"degraded": ["analyze:disabled"], "reason": reason}
+
+
+def test_a_request_scope_narrows_over_the_wire_and_a_wider_one_is_a_rule() -> None:
+    runner = Answering()
+    narrowed, empty, wider = _calls(
+        Gateway(load_policy(), runner),
+        ("analyze", {"cypher": "MATCH (n:Fact) RETURN n.text AS t", "scope": ["l1"]}),
+        ("analyze", {"cypher": "MATCH (n:Fact) RETURN n.text AS t", "scope": []}),
+        ("check", {"cypher": "RETURN 1 AS x", "tool": "analyze", "scope": ["l2"]}),
+    )
+    assert not narrowed.is_error and not empty.is_error
+    key = load_policy().scope.scope_parameter
+    assert [job.params[key] for job in runner.jobs] == [["l1"], []]
+    assert wider.structured_content["allowed"] is False and wider.structured_content["rule"] == "scope.wider"

@@ -19,9 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from fastmcp import Client as FastMCPClient
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import LATEST_MODERN_VERSION
 
 from gateway.ops.neo4j_local import Neo4jConnection
 from tests.support.env import server_env
@@ -184,3 +188,28 @@ def test_fastmcp_over_stdio(env: dict[str, str], tmp_path: Path) -> None:
 def test_fastmcp_over_http_with_a_token(http_server: tuple[str, str]) -> None:
     url, token = http_server
     anyio.run(_fastmcp_session, StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"}))
+
+
+# --- the SDK's own client, speaking the current revision -----------------------------------------------
+
+
+async def _current_revision_session(url: str, token: str) -> None:
+    # The SDK client probes `server/discover` first and adopts the stateless revision when the
+    # server answers it; the older handshake is what the clients above speak.
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as http,
+        McpClient(streamable_http_client(url, http_client=http), mode="auto") as client,
+    ):
+        assert client.session.protocol_version == LATEST_MODERN_VERSION
+        assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+        analyzed = await client.call_tool("analyze", {"cypher": "RETURN 1 AS one"})
+        assert not analyzed.is_error and analyzed.structured_content is not None
+        assert analyzed.structured_content["rows"] == [[1]]
+        rejected = await client.call_tool("analyze", {"cypher": WRITE})
+        assert rejected.is_error and _error_body(rejected.content[0].text)["rule"] == "write.clause"
+
+
+def test_the_sdk_client_speaking_the_current_revision_over_http(http_server: tuple[str, str]) -> None:
+    url, token = http_server
+    anyio.run(_current_revision_session, url, token)

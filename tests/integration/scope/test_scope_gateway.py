@@ -78,3 +78,31 @@ def test_check_shows_the_rewritten_query(gateway_settings: GatewaySettings, runn
     checked = gateway(gateway_settings, runner).check("analyze", "MATCH (n:Secret) RETURN count(n)", {}, AGENT_A)
     assert checked.allowed and checked.rewritten is not None
     assert checked.rewritten.startswith("MATCH __gw_p1 = (n:Secret) WHERE ") and "$__gw_scope" in checked.rewritten
+
+
+BOTH = Principal(name="agent-ab", scope=frozenset({"project-a", "project-b"}))
+# Whole nodes: the result check (layer 2) judges the elements an answer carries.
+FACTS = "MATCH (f:Fact:ScopeFixture) RETURN f ORDER BY f.id"
+
+
+@pytest.mark.parametrize(
+    ("requested", "expected_layer_facts"),
+    [
+        (None, {"fact-a1", "fact-a2", "fact-b1", "fact-b2", "fact-ab"}),
+        (["project-a"], {"fact-a1", "fact-a2", "fact-ab"}),
+        ([], set()),
+    ],
+)
+def test_a_request_scope_narrows_what_both_layers_let_through(
+    scope_graph: Any,
+    gateway_settings: GatewaySettings,
+    runner: SandboxRunner,
+    requested: list[str] | None,
+    expected_layer_facts: set[str],
+) -> None:
+    for layers in (LayerSwitches(result_check=False), LayerSwitches(scope_rewrite=False)):
+        result = gateway(gateway_settings, runner, layers).run("analyze", FACTS, {}, BOTH, scope=requested)
+        seen = {row[0]["properties"]["id"] for row in result.rows}
+        tagged = {fact for fact in seen if fact not in ("fact-g1", "fact-g2")}
+        assert tagged == expected_layer_facts, (layers, requested, seen)
+        assert "fact-g1" in seen  # global elements stay visible under any narrowing
