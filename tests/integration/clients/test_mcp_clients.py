@@ -25,6 +25,7 @@ from fastmcp import Client as FastMCPClient
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from gateway.ops.neo4j_local import Neo4jConnection
@@ -207,7 +208,9 @@ async def _current_revision_session(url: str, token: str) -> None:
         assert not analyzed.is_error and analyzed.structured_content is not None
         assert analyzed.structured_content["rows"] == [[1]]
         rejected = await client.call_tool("analyze", {"cypher": WRITE})
-        assert rejected.is_error and _error_body(rejected.content[0].text)["rule"] == "write.clause"
+        text = rejected.content[0]
+        assert rejected.is_error and isinstance(text, TextContent)
+        assert _error_body(text.text)["rule"] == "write.clause"
 
 
 def test_the_sdk_client_speaking_the_current_revision_over_http(http_server: tuple[str, str]) -> None:
