@@ -23,7 +23,7 @@ import pytest
 from fastmcp import Client as FastMCPClient
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from tests.support.env import server_env
 from tests.support.paths import GATEWAY_CLI, REPO
 from tests.support.ports import free_port
