@@ -104,7 +104,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("faults-results.json"))
     args = parser.parse_args()
 
-    conn = neo4j_local.connection_from_env(start_managed=True)
+    conn = neo4j_local.resolve(start_managed=True)
     base = settings_for(connection_settings(conn, sandbox_image=images.ensure_sandbox_image(), pool_size=1))
     docker = DockerClient.from_env()
     unreachable = [docker_unreachable(base) for _ in range(args.repeat)]

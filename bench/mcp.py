@@ -61,11 +61,8 @@ def _stats(values: list[float]) -> dict[str, float]:
 def _seed(label: str, layer: str) -> Any:
     import neo4j  # the benchmark seeds directly; the gateway never imports the driver
 
-    conn = neo4j_local.start() if not os.environ.get("NEO4J_URI") else None
-    uri = os.environ.get("NEO4J_URI") or (conn.uri if conn else "")
-    auth = (os.environ.get("NEO4J_USER", conn.user if conn else "neo4j"),
-            os.environ.get("NEO4J_PASSWORD", conn.password if conn else ""))  # fmt: skip
-    driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+    conn = neo4j_local.resolve(start_managed=True)  # the Neo4j the served gateway reaches
+    driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password.get_secret_value()))
     driver.execute_query(
         f"UNWIND range(1, 20) AS i CREATE (:{label} {{i: i, repository: $r, taskId: $t, text: 'fact ' + toString(i),"
         " layers: [$layer]})", r=REPOSITORY, t=TASK, layer=layer,

@@ -365,13 +365,13 @@ def main() -> int:
     n, cold_n = args.n or (20 if args.quick else 100), args.cold_n or (5 if args.quick else 20)
     out = args.out or (None if args.quick else Path(__file__).with_name("sandbox-results.json"))
 
-    conn = neo4j_local.start()
+    conn = neo4j_local.resolve(start_managed=True)
     tag = images.ensure_sandbox_image()
     workdir = Path(tempfile.mkdtemp(prefix="cgw-bench-"))
     settings = connection_settings(conn, sandbox_image=tag, audit_path=workdir / "audit.jsonl")
     label = f"Bench{uuid.uuid4().hex[:8]}"
     cypher = f"MATCH (a:{label})-[:NEXT]->(b) WHERE a.i <= 20 RETURN a.i AS i, b.name AS next ORDER BY i"
-    driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password))
+    driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password.get_secret_value()))
     busy_wait = POLICY.sandbox.busy_wait_ms
     results: dict[str, Any] = {
         "query": cypher, "principals": len(PRINCIPALS), "pool_size": settings.pool_size,

@@ -8,32 +8,40 @@ table of contents.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from gateway import __version__, policy_cli, server_cli
-from gateway.mnr import cli as mnr_cli
-from gateway.ops import doctor, images, neo4j_local, tokens
+from gateway import __version__
 
 # In the order `cypher-gateway --help` lists them.
-_COMMANDS = (neo4j_local, images, doctor, server_cli, tokens, policy_cli, mnr_cli)
+_COMMANDS = (
+    "gateway.ops.neo4j_local", "gateway.ops.images", "gateway.ops.doctor", "gateway.server_cli",
+    "gateway.ops.tokens", "gateway.policy_cli", "gateway.mnr.cli",
+)  # fmt: skip
+# `serve` is the long-lived process agents talk to: it loads what it runs and none of the
+# operator tooling the other commands bring (tests/unit/test_layers.py holds that).
+_SERVE = ("gateway.server_cli",)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cypher-gateway",
         description="A sandboxed, read-only Cypher analysis gateway for AI agents over Neo4j.",
     )
     parser.add_argument("--version", action="version", version=f"cypher-gateway {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in _COMMANDS:
-        command.register(subparsers)
+    for name in commands:
+        module: ModuleType = importlib.import_module(name)
+        module.register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_SERVE if arguments[:1] == ["serve"] else _COMMANDS)
+    args = parser.parse_args(arguments)
     result: int = args.handler(args)
     return result
 

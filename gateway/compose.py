@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gateway.audit import AuditLog
-from gateway.config import ConfigError, GatewaySettings, neo4j_target
+from gateway.config import ConfigError, GatewaySettings, neo4j_connection
 from gateway.domain import LayerSwitches, Principal
 from gateway.policy import Policy, PolicyError, load_policy
 from gateway.runner import Runner, SandboxRunner, settings_for
@@ -83,7 +83,7 @@ def stdio_principal(settings: GatewaySettings) -> Principal:
 
 def _start_runner(settings: GatewaySettings, policy: Policy) -> tuple[SandboxRunner | None, str | None, list[str]]:
     try:
-        target = neo4j_target(settings)
+        target = neo4j_connection(settings)
     except ConfigError as exc:
         if settings.neo4j_uri is not None or settings.neo4j_ca_file is not None:
             raise  # an explicit but incomplete (or TLS-contradicting) Neo4j configuration is a start-up error

@@ -16,7 +16,7 @@ import os
 import ssl
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -29,25 +29,14 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from gateway import managed_neo4j
+from gateway.connection import TLS_BY_SCHEME, Neo4jConnection
 from gateway.errors import SetupError
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH
 from sandbox.wire import SANDBOX_UID, TlsMode
 
-if TYPE_CHECKING:
-    from gateway.ops.neo4j_local import Neo4jConnection
-
 CONFIG_FILE_ENV = "GATEWAY_CONFIG"
-
-# What each accepted URI scheme asks of TLS, from inside the sandbox to the server. neo4j:// URIs
-# are served like bolt:// (direct, no routing table: the sandbox reaches one host:port only);
-# +s verifies the certificate (neo4j_ca_file, else the system trust store) against the URI's
-# host name; +ssc accepts any certificate, as the driver does, and still encrypts.
-TLS_BY_SCHEME: dict[str, TlsMode] = {
-    "bolt": "off", "neo4j": "off", "http": "off",
-    "bolt+s": "verify", "neo4j+s": "verify", "https": "verify",
-    "bolt+ssc": "trust-all", "neo4j+ssc": "trust-all",
-}  # fmt: skip
 
 
 class ConfigError(SetupError):
@@ -181,64 +170,35 @@ def _describe(exc: ValidationError) -> str:
     return "invalid gateway settings: " + "; ".join(problems)
 
 
-class Neo4jTarget:
-    """Where the sandbox's forwarder connects, and how TLS is kept to it. The password stays a SecretStr."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        user: str,
-        password: SecretStr,
-        database: str | None,
-        scheme: str = "bolt",
-        ca_file: Path | None = None,
-    ) -> None:
-        self.host, self.port, self.user, self.password, self.database = host, port, user, password, database
-        self.scheme = scheme
-        self.tls: TlsMode = TLS_BY_SCHEME[scheme]
-        self.ca_file = ca_file
-
-    def __repr__(self) -> str:
-        return (
-            f"Neo4jTarget(host={self.host!r}, port={self.port}, user={self.user!r}, database={self.database!r}, "
-            f"tls={self.tls!r})"
-        )
-
-
-def neo4j_target(settings: GatewaySettings) -> Neo4jTarget:
-    """Resolve the configured Neo4j, or the managed local one when no URI is set."""
+def neo4j_connection(settings: GatewaySettings) -> Neo4jConnection:
+    """The Neo4j ``settings`` configure, or the managed local one when no URI is set: the one resolver."""
     if settings.neo4j_uri is None:
-        from gateway.ops import neo4j_local  # lazy: only when the managed server is the target
-
         try:
-            conn = neo4j_local.connection_info()
-        except neo4j_local.Neo4jSetupError as exc:
+            managed = managed_neo4j.connection_info()
+        except managed_neo4j.Neo4jSetupError as exc:
             raise ConfigError(f"neo4j_uri is not set and the managed Neo4j is not ready: {exc}") from exc
-        managed = conn.http_uri if settings.neo4j_transport == "query-api" and conn.http_uri else conn.uri
-        uri, user, password = managed, conn.user, SecretStr(conn.password)
-        database = settings.neo4j_database or conn.database
+        uri = managed.http_uri if settings.neo4j_transport == "query-api" and managed.http_uri else managed.uri
+        user, password, http_uri = managed.user, managed.password, managed.http_uri
+        database = settings.neo4j_database or managed.database
     else:
         if settings.neo4j_password is None:
             raise ConfigError("neo4j_password (NEO4J_PASSWORD) is required when neo4j_uri is set")
         uri, user, password = settings.neo4j_uri, settings.neo4j_user or "neo4j", settings.neo4j_password
-        database = settings.neo4j_database
-    parts = urlsplit(uri)
-    default_port = 443 if parts.scheme == "https" else 7474 if parts.scheme == "http" else 7687
-    host, port = parts.hostname or "127.0.0.1", parts.port or default_port
-    tls = TLS_BY_SCHEME.get(parts.scheme)
+        database, http_uri = settings.neo4j_database, None
+    scheme = urlsplit(uri).scheme
+    tls = TLS_BY_SCHEME.get(scheme)
     if tls is None:
-        raise ConfigError(f"the managed Neo4j reports a URI scheme the gateway does not know: {parts.scheme}")
-    if (parts.scheme in ("http", "https")) != (settings.neo4j_transport == "query-api"):
+        raise ConfigError(f"the managed Neo4j reports a URI scheme the gateway does not know: {scheme}")
+    if (scheme in ("http", "https")) != (settings.neo4j_transport == "query-api"):
         # A scheme read one way by the settings and another by the transport could lose TLS unseen.
         raise ConfigError(
-            f"neo4j_uri {parts.scheme}:// does not fit neo4j_transport = {settings.neo4j_transport}: "
+            f"neo4j_uri {scheme}:// does not fit neo4j_transport = {settings.neo4j_transport}: "
             "the Query API takes https:// (or http://), Bolt takes bolt:// or neo4j:// (+s, +ssc)"
         )
     if settings.neo4j_ca_file is not None:
-        _check_ca_file(settings.neo4j_ca_file, parts.scheme, tls)
+        _check_ca_file(settings.neo4j_ca_file, scheme, tls)
     ca_file = settings.neo4j_ca_file.resolve() if settings.neo4j_ca_file else None  # Docker mounts absolute paths
-    return Neo4jTarget(host, port, user, password, database, scheme=parts.scheme, ca_file=ca_file)
+    return Neo4jConnection(uri=uri, user=user, password=password, database=database, http_uri=http_uri, ca_file=ca_file)
 
 
 def _check_ca_file(path: Path, scheme: str, tls: TlsMode) -> None:
@@ -281,6 +241,8 @@ def connection_settings(connection: Neo4jConnection, **overrides: Any) -> Gatewa
     Everything else comes from where ``serve`` reads it (``overrides``, then the environment and the
     TOML file), so a harness composes its Gateway exactly as the server does.
     """
+    if connection.ca_file is not None:
+        overrides = {"neo4j_ca_file": connection.ca_file, **overrides}
     return load_settings(
         neo4j_uri=connection.uri, neo4j_user=connection.user, neo4j_password=connection.password,
         neo4j_database=connection.database, **overrides,

@@ -19,8 +19,8 @@ the guard answers it with ``QueryRejected``.
     │   │                             (only its code when scope is on: gateway.scope.withheld_details)
     │   ├── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
     │   │                             that cannot start into ``degraded: ["<tool>:disabled"]``
-    │   └── InternalError             "internal": anything unexpected on the request path (a bug); the
-    │                                 answer and the audit line carry its ``query_id``
+    │   ├── InternalError             "internal": anything unexpected on the request path (a bug); the
+    │   │                             answer and the audit line carry its ``query_id``
     │   └── Busy                      "busy": at capacity (every sandbox taken, or the principal's
     │                                 concurrency limit reached) for the policy's wait;
     │                                 ``retry_after_ms`` says when to try again
@@ -28,16 +28,21 @@ the guard answers it with ``QueryRejected``.
     │   ├── PolicyError               gateway/policy.py: a policy file is unreadable or invalid
     │   ├── ConfigError               gateway/config.py: the server's settings
     │   ├── AuthConfigError           gateway/auth.py: the HTTP authentication settings
-    │   ├── Neo4jSetupError           the managed Neo4j cannot be fetched, set up or started
-    │   └── ImageBuildError           the offline images cannot be built
+    │   ├── Neo4jSetupError           gateway/managed_neo4j.py: the managed Neo4j cannot be fetched,
+    │   │                             set up or started, or its state directory has no password
+    │   └── ImageBuildError           gateway/ops/images.py: the offline images cannot be built
     └── ValueError
         └── CypherSyntaxError         gateway/cypher/errors.py: not Cypher the front end reads
             │                         (``offset``, ``line``, ``column``) -> rule parse.failed
             ├── CypherTooDeep         nested past limits.max_nesting_depth -> rule input.too_deep
-            └── CypherTooLarge        longer than limits.max_query_chars -> rule input.too_large
+            ├── CypherTooLarge        longer than limits.max_query_chars -> rule input.too_large
+            └── CypherUnsupported     Cypher 25 Neo4j reads but the gateway does not (``construct``)
+                                      -> rule cypher25.unsupported
 
 Errors that never leave their module are not part of the tree: the runner's
-``StreamClosed`` (a container's stream ended), the sandbox's ``ExplainRejected``
+``StreamClosed`` (a container's stream ended) and ``_RuntimeMissing``, the guard's
+``RegexUnreadable`` (a pattern it cannot bound: refused as a rule), doctor's ``_Failed`` and the
+egress probe's ``ProbeFailed``, the sandbox's ``ExplainRejected``
 (sent back as an ``explain_rejected`` result, which the runner turns into
 ``QueryRejected``, rule sandbox.explain) and its Query API client's private
 ones, and the must-not-retrieve tool's own ``SuiteError``, ``SeedError`` and

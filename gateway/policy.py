@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.cypher.ast import CypherVersion
 from gateway.errors import SetupError
 from gateway.paths import resource
 from sandbox.wire import Untagged
@@ -127,9 +128,6 @@ class ReservedParameters(_Strict):
     def is_reserved(self, key: str) -> bool:
         lowered = key.lower()
         return lowered in {k.lower() for k in self.keys} or any(lowered.startswith(p.lower()) for p in self.prefixes)
-
-
-CypherVersion = Literal["5", "25"]
 
 
 class CypherSettings(_Strict):

@@ -57,7 +57,8 @@ RequestedScope = Annotated[
     ),
 ]
 
-TOOL_NAMES = ("recall", "analyze", "check", "schema")
+# The MCP tools this server lists (policy.TOOL_NAMES: the tools that run queries under a policy).
+MCP_TOOLS = ("recall", "analyze", "check", "schema")
 
 _QUERY_ADVICE = (
     " Write good queries: pass every value as a parameter ($name) instead of pasting it into the text; "
@@ -201,7 +202,7 @@ class GatewayMCPServer(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if self._tool_manager.get_tool(name) is None:
-            return error_result(InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}"))
+            return error_result(InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(MCP_TOOLS)}"))
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -334,7 +335,7 @@ def build_server(
             raise ResourceError(f"{exc.code}: {exc.message}") from exc
         return result.model_dump_json()
 
-    for tool_name in TOOL_NAMES:
+    for tool_name in MCP_TOOLS:
         _forbid_unknown_arguments(server, tool_name)
     return server
 

@@ -85,7 +85,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _look_at_the_graph(composed: Composed) -> None:
     """Does the policy's scope fit the graph? Say so loudly when not; every answer then says it too."""
-    from gateway.ops import scope_survey
+    from gateway import scope_survey
 
     gateway, runner = composed.gateway, composed.runner
     if runner is None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from gateway import answer, catalogue, guard, scope
 from gateway.audit import AuditEvent, AuditLog
 from gateway.cypher import ParsedQuery
+from gateway.cypher.ast import CypherVersion
 from gateway.domain import CheckResult, LayerSwitches, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import (
     GatewayError,
@@ -30,7 +31,7 @@ from gateway.errors import (
     QueryTimeout,
     SandboxUnavailable,
 )
-from gateway.policy import CypherVersion, Limits, Policy, ToolName
+from gateway.policy import Limits, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
 from gateway.scope.narrow import narrowed
 from sandbox.wire import Notification, SandboxResult

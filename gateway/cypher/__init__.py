@@ -1,6 +1,6 @@
 """The gateway's one Cypher front end: text -> tokens -> parser -> tree.
 
-    parsed = parse(text, limits=policy.tool("analyze").limits)   # ParsedQuery, or CypherSyntaxError
+    parsed = parse(text, max_chars=100_000, max_depth=64)   # ParsedQuery, or CypherSyntaxError
     for match in parsed.find_all(ast.Match): ...
 
 ``tokens.py`` reads the text as Neo4j would (where a guard could be fooled),

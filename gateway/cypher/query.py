@@ -1,6 +1,6 @@
 """One parsed query: its text, its tokens and its statements, with the helpers every pass uses.
 
-``parse(text, limits=…)`` checks the size before lexing and the bracket depth
+``parse(text, max_chars=…, max_depth=…)`` checks the size before lexing and the bracket depth
 before parsing, parses in linear time, and never lets a ``RecursionError``
 escape: every failure is a :class:`~gateway.cypher.errors.CypherSyntaxError`
 (:class:`~gateway.cypher.errors.CypherTooLarge`, :class:`~gateway.cypher.errors.CypherTooDeep`).
@@ -15,7 +15,6 @@ from gateway.cypher import ast
 from gateway.cypher.errors import CypherTooLarge
 from gateway.cypher.parser import Parser
 from gateway.cypher.tokens import Token, tokenize
-from gateway.policy import Limits
 
 
 @dataclass
@@ -108,20 +107,16 @@ def ascii_whitespace(text: str, tokens: list[Token]) -> str:
     return "".join(chars)
 
 
-def parse(text: str, *, limits: Limits, language: ast.CypherVersion = "5") -> ParsedQuery:
-    """Parse ``text`` within ``limits.max_query_chars`` and ``limits.max_nesting_depth``.
+def parse(text: str, *, max_chars: int, max_depth: int, language: ast.CypherVersion = "5") -> ParsedQuery:
+    """Parse ``text`` of at most ``max_chars`` characters, its brackets nested at most ``max_depth`` deep.
 
     ``language`` is the Cypher version a statement without a ``CYPHER 5`` / ``CYPHER 25`` prefix is read as.
     """
-    if len(text) > limits.max_query_chars:
-        raise CypherTooLarge(
-            f"the query is {len(text)} characters long; the limit is {limits.max_query_chars}",
-            text,
-            limits.max_query_chars,
-        )
-    tokens = tokenize(text, max_depth=limits.max_nesting_depth)
+    if len(text) > max_chars:
+        raise CypherTooLarge(f"the query is {len(text)} characters long; the limit is {max_chars}", text, max_chars)
+    tokens = tokenize(text, max_depth=max_depth)
     text = ascii_whitespace(text, tokens)
-    parser = Parser(text, tokens, max_depth=limits.max_nesting_depth, language=language)
+    parser = Parser(text, tokens, max_depth=max_depth, language=language)
     try:
         statements = parser.parse_statements()
     except RecursionError:

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import catalogue, cypher
 from gateway.cypher import CypherSyntaxError, CypherTooDeep, CypherTooLarge, CypherUnsupported, ParsedQuery
+from gateway.cypher.ast import CypherVersion
 from gateway.errors import InvalidInput, QueryRejected
 from gateway.guard.facts import collect_facts
 from gateway.guard.rules import RULE_IDS, RULES, Context, GuardRule
-from gateway.policy import CypherVersion, Limits, Policy, ToolName
+from gateway.policy import Limits, Policy, ToolName
 
 __all__ = [
     "RULES",
@@ -75,7 +76,9 @@ def parse_query(text: str, limits: Limits, language: CypherVersion = "5") -> Par
     ``language`` is the policy's ``cypher.default_version``: how a query without a prefix is read.
     """
     try:
-        return cypher.parse(text, limits=limits, language=language)
+        return cypher.parse(
+            text, max_chars=limits.max_query_chars, max_depth=limits.max_nesting_depth, language=language
+        )
     except CypherUnsupported as exc:
         raise catalogue.CYPHER25_UNSUPPORTED.rejected(_sentence(str(exc))) from None
     except CypherTooLarge as exc:

@@ -120,9 +120,6 @@ class Bound:
             out = out + term
         return out
 
-    def mentions(self, index: int) -> bool:
-        return any(index < len(e) and e[index] for e in self.terms)
-
     @property
     def static(self) -> int:
         """The part that does not grow with any symbol."""

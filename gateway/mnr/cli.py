@@ -68,13 +68,13 @@ def _handle_run(args: argparse.Namespace) -> int:
 
 
 def _handle_seed(args: argparse.Namespace) -> int:
+    from gateway.errors import SetupError
     from gateway.mnr.runner import connection_from_env
     from gateway.mnr.seed import MEMORY_FIXTURE, SeedError, seed_memory
-    from gateway.ops.neo4j_local import Neo4jSetupError
 
     try:
         ran = seed_memory(connection_from_env())
-    except (SeedError, Neo4jSetupError) as exc:
+    except (SeedError, SetupError) as exc:
         print(f"cypher-gateway mnr seed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print(f"seeded {MEMORY_FIXTURE.name}: {ran} statements")

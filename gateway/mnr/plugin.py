@@ -97,5 +97,5 @@ def _start() -> Any:
     from gateway.mnr.runner import MnrSession
     from gateway.ops import images, neo4j_local
 
-    connection = neo4j_local.connection_from_env(start_managed=True)
+    connection = neo4j_local.resolve(start_managed=True)
     return MnrSession(connection=connection, image=images.ensure_sandbox_image())

@@ -19,12 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.catalogue import INPUT_INVALID
 from gateway.compose import Composed, compose
-from gateway.config import connection_settings
+from gateway.config import connection_settings, load_settings, neo4j_connection
+from gateway.connection import Neo4jConnection
 from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.errors import Busy, GatewayError, InvalidInput, QueryRejected
 from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
 from gateway.mnr.match import FixtureElement, Matcher
-from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import Policy, load_policy
 from gateway.runner import Runner
 from gateway.service import Gateway
@@ -79,10 +79,9 @@ class CaseOutcome(BaseModel):
 
 
 def connection_from_env() -> Neo4jConnection:
-    """NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE when set, else the managed Neo4j."""
-    from gateway.ops import neo4j_local
-
-    return neo4j_local.connection_from_env()
+    """The Neo4j ``serve`` would reach: the gateway's settings (``GATEWAY_NEO4J_*``/``NEO4J_*``, the
+    TOML file of ``GATEWAY_CONFIG``), else the managed Neo4j."""
+    return neo4j_connection(load_settings())
 
 
 def _run_patiently(gateway: Gateway, resolved: ResolvedCase, principal: Principal) -> ToolResult:

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gateway.connection import Neo4jConnection
 from gateway.mnr.cases import FIXTURES_DIR
 from gateway.mnr.match import FixtureElement
-from gateway.ops.neo4j_local import Neo4jConnection
 
 MEMORY_FIXTURE = FIXTURES_DIR / "memory.cypher"
 # A string property shorter than this is too common to identify one element.
@@ -40,7 +40,7 @@ def connect(connection: Neo4jConnection) -> Any:
     """A write-capable driver (the harness's own; agent queries never use it)."""
     import neo4j
 
-    driver = neo4j.GraphDatabase.driver(connection.uri, auth=(connection.user, connection.password))
+    driver = neo4j.GraphDatabase.driver(connection.uri, auth=(connection.user, connection.password.get_secret_value()))
     try:
         driver.verify_connectivity()
     except Exception as exc:

@@ -39,8 +39,9 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from gateway import catalogue
+from gateway.connection import Neo4jConnection
 from gateway.errors import SetupError
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.managed_neo4j import Neo4jSetupError
 from gateway.policy import load_policy
 
 # An image tag no build ever produces: the runner cannot start a sandbox, as if it were removed.
@@ -128,8 +129,8 @@ def _connection() -> Neo4jConnection:
     from gateway.ops import neo4j_local
 
     try:
-        return neo4j_local.connection_from_env(start_managed=True)
-    except neo4j_local.Neo4jSetupError as exc:
+        return neo4j_local.resolve(start_managed=True)
+    except Neo4jSetupError as exc:
         raise SetupError(f"the managed Neo4j could not start: {exc}") from exc
 
 
@@ -201,7 +202,7 @@ def _server_env(
     # Only the settings the demo means: a stray GATEWAY_POLICY_FILE must not change the script.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
     env.update(
-        NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password,
+        NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password.get_secret_value(),
         GATEWAY_SANDBOX_IMAGE=image, GATEWAY_POOL_SIZE="1", GATEWAY_AUDIT_PATH=str(audit),
         GATEWAY_STDIO_PRINCIPAL=principal, GATEWAY_STDIO_SCOPE=",".join(scope),
     )  # fmt: skip
@@ -420,7 +421,9 @@ class Demo:
         runs = [line for line in lines if line["tool"] in ("recall", "analyze")]
         step.ok = (
             step.expect(len(runs) == self.tool_calls, f"{len(runs)} audit lines for {self.tool_calls} calls")
-            and step.expect(self.connection.password not in raw, "the Neo4j password is in the audit log")
+            and step.expect(
+                self.connection.password.get_secret_value() not in raw, "the Neo4j password is in the audit log"
+            )
             and step.expect(TASK_ID not in raw and "restricted" not in raw, "a parameter value is in the audit log")
         )
 

@@ -23,12 +23,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from gateway import scope_survey
 from gateway.compose import unreachable
-from gateway.config import GatewaySettings, Neo4jTarget, load_settings, neo4j_target
+from gateway.config import GatewaySettings, load_settings, neo4j_connection
+from gateway.connection import Neo4jConnection
 from gateway.errors import SetupError
-from gateway.ops import scope_survey
+from gateway.image_tag import sandbox_image_tag
 from gateway.ops.egress import ProbeFailed, doctor_request, network_gateways, run_probe
-from gateway.ops.images import sandbox_image_tag
 from gateway.policy import Policy, load_policy
 from gateway.policy_cli import lint_warnings
 from gateway.runner import SandboxRunner, job_for, settings_for
@@ -74,7 +75,7 @@ class Doctor:
         self.settings: GatewaySettings | None = None
         self.policy: Policy | None = None
         self.docker: Any = None
-        self.target: Neo4jTarget | None = None
+        self.target: Neo4jConnection | None = None
         self.runner: SandboxRunner | None = None
 
     def run(self) -> Report:
@@ -182,7 +183,7 @@ class Doctor:
         assert self.settings is not None
         managed = self.settings.neo4j_uri is None
         try:
-            self.target = neo4j_target(self.settings)
+            self.target = neo4j_connection(self.settings)
         except SetupError as exc:
             raise _Failed(
                 str(exc),

@@ -3,8 +3,8 @@
 No registry is reachable, so nothing is pulled. A base root filesystem is made
 with ``debootstrap --variant=minbase`` and ``docker import``-ed; the Dockerfiles
 on top only COPY and RUN offline (the sandbox installs from a wheelhouse).
-Every tag is a content hash of what went into the image, so an unchanged
-image is never rebuilt and a changed one can never be mistaken for the old.
+Every tag is a content hash of what went into the image (the sandbox's and the
+bases' in :mod:`gateway.image_tag`, which ``serve`` reads without this module).
 
 ``cypher-gateway images build`` builds what is missing; ``images list`` shows tags.
 """
@@ -12,7 +12,6 @@ image is never rebuilt and a changed one can never be mistaken for the old.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import re
@@ -24,18 +23,22 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from gateway import managed_neo4j
 from gateway.errors import SetupError
+from gateway.image_tag import (
+    IMAGE_PREFIX,
+    Input,
+    Variant,
+    base_image_tag,
+    digest,
+    docker_file,
+    file_parts,
+    sandbox_image_tag,
+)
 from gateway.ops import neo4j_local
 from gateway.paths import cache_dir, resource, sandbox_package
-
-IMAGE_PREFIX = "cypher-gateway"
-Variant = Literal["python", "java", "java21"]
-# An image input: the name it is hashed under, and where it is read from. The name is the
-# file's path in the repository, so a checkout and an installed wheel of the same sources
-# compute the same tags (an image built from either is current for both).
-Input = tuple[str, Path]
 
 
 class ImageBuildError(SetupError):
@@ -46,64 +49,22 @@ def _say(message: str) -> None:
     print(f"[image] {message}", file=sys.stderr, flush=True)
 
 
-def _digest(parts: Iterable[bytes]) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(hashlib.sha256(part).digest())
-    return h.hexdigest()[:12]
-
-
-def _docker_file(*parts: str) -> Input:
-    return "/".join(("docker", *parts)), resource("docker", *parts)
-
-
-def _sandbox_sources() -> list[Input]:
-    root = sandbox_package()
-    paths = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
-    return [("sandbox/" + p.relative_to(root).as_posix(), p) for p in paths]
-
-
-def _file_parts(inputs: Iterable[Input]) -> Iterable[bytes]:
-    for name, path in inputs:
-        yield name.encode()
-        yield path.read_bytes()
-
-
-# --- tags --------------------------------------------------------------------------------------------
-
-
-def base_image_tag(variant: Variant) -> str:
-    digest = _digest([variant.encode(), *_file_parts([_docker_file("base", "rootfs.sh")])])
-    return f"{IMAGE_PREFIX}/base-{variant}:{digest}"
-
-
-def _sandbox_inputs() -> list[Input]:
-    return [_docker_file("sandbox", "Dockerfile"), _docker_file("sandbox", "requirements.txt"), *_sandbox_sources()]
-
-
-def sandbox_image_tag() -> str:
-    digest = _digest([base_image_tag("python").encode(), *_file_parts(_sandbox_inputs())])
-    return f"{IMAGE_PREFIX}/sandbox:{digest}"
-
-
 def _neo4j_inputs() -> list[Input]:
     return [
-        _docker_file("neo4j", "Dockerfile"),
-        _docker_file("neo4j", "entrypoint.sh"),
-        ("docker/neo4j/pom.xml", neo4j_local.pom_path()),
-        # render_conf() writes the image's neo4j.conf
+        docker_file("neo4j", "Dockerfile"),
+        docker_file("neo4j", "entrypoint.sh"),
+        ("docker/neo4j/pom.xml", managed_neo4j.pom_path()),
+        # render_conf() writes the image's neo4j.conf, with its release line's extra lines
         ("gateway/ops/neo4j_local.py", Path(neo4j_local.__file__)),
+        ("gateway/managed_neo4j.py", Path(managed_neo4j.__file__)),
     ]
 
 
-def neo4j_image_tag(line: neo4j_local.ServerLine | None = None) -> str:
+def neo4j_image_tag(line: managed_neo4j.ServerLine | None = None) -> str:
     """The tag of the Neo4j image of ``line`` (default: the selected line); each line has its own repository."""
-    from gateway.ops import neo4j_local
-
-    line = line or neo4j_local.line_for()
-    parts = [base_image_tag(line.image_base).encode(), neo4j_local.neo4j_version(line).encode()]
-    digest = _digest([*parts, *_file_parts(_neo4j_inputs())])
-    return f"{IMAGE_PREFIX}/{line.image_repository}:{digest}"
+    line = line or managed_neo4j.line_for()
+    parts = [base_image_tag(line.image_base).encode(), managed_neo4j.neo4j_version(line).encode()]
+    return f"{IMAGE_PREFIX}/{line.image_repository}:{digest([*parts, *file_parts(_neo4j_inputs())])}"
 
 
 # --- docker helpers ----------------------------------------------------------------------------------
@@ -215,7 +176,7 @@ def _pip() -> list[str]:
 
 def _wheelhouse() -> Path:
     requirements = resource("docker", "sandbox", "requirements.txt")
-    target = cache_dir() / f"wheelhouse-{_digest([requirements.read_bytes()])}"
+    target = cache_dir() / f"wheelhouse-{digest([requirements.read_bytes()])}"
     if (target / ".complete").exists():
         return target
     _say("downloading the sandbox's wheels (neo4j, httpx) from PyPI ...")
@@ -248,8 +209,8 @@ def ensure_sandbox_image() -> str:
     return tag
 
 
-def ensure_neo4j_image(line: neo4j_local.ServerLine | None = None) -> str:
-    line = line or neo4j_local.line_for()
+def ensure_neo4j_image(line: managed_neo4j.ServerLine | None = None) -> str:
+    line = line or managed_neo4j.line_for()
     tag = neo4j_image_tag(line)
     if image_exists(tag):
         return tag

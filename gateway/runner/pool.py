@@ -351,10 +351,6 @@ class WarmPool:
         with self._lock:
             return [w.id for w in self._idle.get(principal, [])]
 
-    def live_count(self) -> int:
-        with self._lock:
-            return self._live
-
     def close(self) -> None:
         with self._lock:
             self._closed = True

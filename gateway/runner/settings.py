@@ -13,8 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from gateway.config import GatewaySettings, Neo4jTarget, neo4j_target
-from gateway.ops.images import sandbox_image_tag
+from gateway.config import GatewaySettings, neo4j_connection
+from gateway.connection import Neo4jConnection
+from gateway.image_tag import sandbox_image_tag
 from sandbox.wire import TlsMode
 
 
@@ -35,7 +36,7 @@ class RunnerSettings(BaseModel):
     neo4j_password: SecretStr
     database: str | None = None
     transport: Literal["bolt", "query-api"] = "bolt"
-    # TLS from inside each sandbox to Neo4j, checked against neo4j_host (gateway.config.TLS_BY_SCHEME);
+    # TLS from inside each sandbox to Neo4j, checked against neo4j_host (gateway.connection.TLS_BY_SCHEME);
     # on the Query API, "off" means http (a local test server only), anything else https.
     tls: TlsMode = "off"
     # A PEM CA file on the host, bind-mounted read-only into each sandbox ("verify" only); None: the
@@ -89,14 +90,14 @@ class RunnerSettings(BaseModel):
         return f"{scheme}://{self.neo4j_host}:{self.neo4j_port}"
 
 
-def settings_for(settings: GatewaySettings, target: Neo4jTarget | None = None, **overrides: Any) -> RunnerSettings:
+def settings_for(settings: GatewaySettings, target: Neo4jConnection | None = None, **overrides: Any) -> RunnerSettings:
     """The runner settings ``settings`` describe; ``target`` is where Neo4j is (resolved when not given).
 
     ``overrides`` set what the gateway's settings do not carry (pool timing, hardening limits,
     the Docker host, the forwarder's network): tests and benchmarks only. Raises ``ConfigError``
     when no Neo4j is configured and the managed one is not set up.
     """
-    target = target or neo4j_target(settings)
+    target = target or neo4j_connection(settings)
     fields: dict[str, Any] = {
         "image": settings.sandbox_image or sandbox_image_tag(),
         "pool_size": settings.pool_size,

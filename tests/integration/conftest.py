@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 
+from gateway import managed_neo4j
 from gateway.config import GatewaySettings, connection_settings
+from gateway.connection import Neo4jConnection
+from gateway.errors import SetupError
 from gateway.ops import images, neo4j_local
-from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers, settings_for
 from tests.support.jobs import PATIENT, SettingsFactory
 
@@ -32,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects: requires_2026 implies neo4j2026
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    line = neo4j_local.line_for()
+    line = managed_neo4j.line_for()
     kept: list[pytest.Item] = []
     needs_2026: list[pytest.Item] = []
     for item in items:
@@ -57,7 +59,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     count = config.stash.get(_NEEDS_2026, 0)
     if count:
         terminalreporter.write_line(
-            f"{count} tests need Neo4j 2026.x (Cypher 25) and were deselected on {neo4j_local.line_for().name}; "
+            f"{count} tests need Neo4j 2026.x (Cypher 25) and were deselected on {managed_neo4j.line_for().name}; "
             "`make test` runs them with CYPHER_GATEWAY_NEO4J_VERSION=2026"
         )
 
@@ -66,8 +68,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def neo4j_connection() -> Neo4jConnection:
     """The managed local Neo4j of the selected line (started if not running), or NEO4J_URI & co. when set."""
     try:
-        return neo4j_local.connection_from_env(start_managed=True)
-    except neo4j_local.Neo4jSetupError as exc:
+        return neo4j_local.resolve(start_managed=True)
+    except SetupError as exc:
         pytest.fail(f"the real Neo4j is required and could not be started: {exc}", pytrace=False)
 
 
@@ -76,7 +78,9 @@ def neo4j_driver(neo4j_connection: Neo4jConnection) -> Iterator[Any]:
     """A direct driver with write rights, for seeding and checking only (never for agent queries)."""
     import neo4j
 
-    driver = neo4j.GraphDatabase.driver(neo4j_connection.uri, auth=(neo4j_connection.user, neo4j_connection.password))
+    driver = neo4j.GraphDatabase.driver(
+        neo4j_connection.uri, auth=(neo4j_connection.user, neo4j_connection.password.get_secret_value())
+    )
     yield driver
     driver.close()
 

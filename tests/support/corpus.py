@@ -51,6 +51,6 @@ def policy_for(case: CorpusCase) -> Policy:
 
 def plans_on_this_server(case: CorpusCase) -> bool:
     """Cases tagged ``cypher25`` plan only on Neo4j 2026.x; the others on both release lines."""
-    from gateway.ops import neo4j_local
+    from gateway import managed_neo4j
 
-    return "cypher25" not in case["tags"] or neo4j_local.line_for().name == "2026"
+    return "cypher25" not in case["tags"] or managed_neo4j.line_for().name == "2026"

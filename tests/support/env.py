@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.policy import DEFAULT_POLICY_PATH
 
 
@@ -22,7 +22,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def neo4j_env(connection: Neo4jConnection, **extra: str) -> dict[str, str]:
     """A clean environment whose ``NEO4J_*`` name ``connection``."""
-    env = clean_env(NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password)
+    env = clean_env(
+        NEO4J_URI=connection.uri, NEO4J_USER=connection.user, NEO4J_PASSWORD=connection.password.get_secret_value()
+    )
     if connection.database:
         env["NEO4J_DATABASE"] = connection.database
     env.update(extra)

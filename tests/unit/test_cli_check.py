@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateway import __version__
-from gateway.ops.neo4j_local import Neo4jSetupError, connection_info
+from gateway.managed_neo4j import Neo4jSetupError, connection_info
 from tests.support.paths import REPO
 
 

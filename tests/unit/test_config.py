@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ConfigError, load_settings, neo4j_target
+from gateway.config import ConfigError, load_settings, neo4j_connection
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +33,7 @@ def test_env_vars_with_gateway_prefix_and_plain_neo4j_names(monkeypatch: pytest.
     monkeypatch.setenv("NEO4J_DATABASE", "memory")
     settings = load_settings()
     assert settings.pool_size == 3 and settings.stdio_scope == ["a", "b"]
-    target = neo4j_target(settings)
+    target = neo4j_connection(settings)
     assert (target.host, target.port, target.user, target.database) == ("db.internal", 7688, "neo4j", "memory")
     assert target.password.get_secret_value() == "pw-from-env"
     # Secrets never print.
@@ -77,7 +77,7 @@ def test_missing_config_file_and_missing_password_fail_by_name(tmp_path: Path, m
         load_settings(tmp_path / "nope.toml")
     monkeypatch.setenv("NEO4J_URI", "bolt://h:7687")
     with pytest.raises(ConfigError, match="neo4j_password"):
-        neo4j_target(load_settings())
+        neo4j_connection(load_settings())
 
 
 def test_invalid_password_value_is_not_echoed(tmp_path: Path) -> None:

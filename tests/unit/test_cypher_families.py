@@ -16,7 +16,7 @@ LIMITS = Limits()
 
 
 def p(query: str, language: ast.CypherVersion = "5") -> ParsedQuery:
-    return parse(query, limits=LIMITS, language=language)
+    return parse(query, max_chars=LIMITS.max_query_chars, max_depth=LIMITS.max_nesting_depth, language=language)
 
 
 def only(parsed: ParsedQuery, kind: type[ast.N]) -> ast.N:

@@ -15,7 +15,7 @@ LIMITS = Limits()
 
 
 def p(query: str) -> ParsedQuery:
-    return parse(query, limits=LIMITS)
+    return parse(query, max_chars=LIMITS.max_query_chars, max_depth=LIMITS.max_nesting_depth)
 
 
 def test_facts_are_collected_inside_every_kind_of_nesting() -> None:
@@ -115,9 +115,8 @@ def test_a_syntax_error_carries_its_position() -> None:
 
 
 def test_recursion_error_never_escapes_even_with_a_huge_depth_limit() -> None:
-    limits = Limits(max_query_chars=1_000_000, max_nesting_depth=100_000)
     with pytest.raises(CypherTooDeep):
-        parse("RETURN " + "(" * 20_000 + "1" + ")" * 20_000, limits=limits)
+        parse("RETURN " + "(" * 20_000 + "1" + ")" * 20_000, max_chars=1_000_000, max_depth=100_000)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +174,7 @@ def test_every_node_span_is_bracket_balanced_over_the_corpus() -> None:
     checked = 0
     for row in rows:
         try:
-            parsed = parse(row["query"], limits=Limits(max_query_chars=300_000))
+            parsed = parse(row["query"], max_chars=300_000, max_depth=LIMITS.max_nesting_depth)
         except CypherSyntaxError:
             continue
         index = {t.start: i for i, t in enumerate(parsed.tokens)}

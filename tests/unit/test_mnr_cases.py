@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from gateway.connection import Neo4jConnection
 from gateway.mnr.cases import Case, Selector, Suite, SuiteError, discover, load_suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.mnr.report import junit_xml, summary, table
 from gateway.mnr.runner import CaseOutcome, MnrSession
 from gateway.mnr.seed import MEMORY_FIXTURE, statements
-from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import load_policy
 from tests.support.paths import MNR_SUITES as MNR_DIR
 

@@ -59,7 +59,7 @@ def _assert_guarded(parsed: ParsedQuery, where: ast.Expr | None, names: list[str
 
 
 def assert_closed(rewritten: str) -> None:
-    parsed = parse(rewritten, limits=POLICY.tool("analyze").limits.model_copy(update={"max_query_chars": 10**6}))
+    parsed = parse(rewritten, max_chars=10**6, max_depth=POLICY.tool("analyze").limits.max_nesting_depth)
     for node in parsed.walk():
         if isinstance(node, ast.Match):
             names = []

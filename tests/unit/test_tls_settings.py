@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ConfigError, load_settings, neo4j_target
+from gateway.config import ConfigError, load_settings, neo4j_connection
 from gateway.ops.neo4j_local import render_conf
 from gateway.runner import RunnerSettings, settings_for
 from gateway.runner.docker_io import sandbox_spec
@@ -92,12 +92,12 @@ def test_the_ca_file_is_mounted_read_only_and_named_in_the_environment(certifica
 def test_a_ca_file_that_would_not_be_used_stops_the_start(certificates: Certificates, uri: str, message: str) -> None:
     settings = load_settings(neo4j_uri=uri, neo4j_password="p", neo4j_ca_file=certificates.ca_file)
     with pytest.raises(ConfigError, match=f"neo4j_ca_file.*{message}"):
-        neo4j_target(settings)
+        neo4j_connection(settings)
 
 
 def test_a_ca_file_that_cannot_be_honoured_stops_the_start(tmp_path: Path, certificates: Certificates) -> None:
     def target(ca_file: Path) -> None:
-        neo4j_target(load_settings(neo4j_uri="bolt+s://db.example.test", neo4j_password="p", neo4j_ca_file=ca_file))
+        neo4j_connection(load_settings(neo4j_uri="bolt+s://db.example.test", neo4j_password="p", neo4j_ca_file=ca_file))
 
     with pytest.raises(ConfigError, match=r"neo4j_ca_file: .* does not exist"):
         target(tmp_path / "missing.pem")
@@ -114,9 +114,9 @@ def test_a_ca_file_that_cannot_be_honoured_stops_the_start(tmp_path: Path, certi
 
 def test_a_scheme_the_transport_would_read_otherwise_stops_the_start() -> None:
     with pytest.raises(ConfigError, match="neo4j_uri https:// does not fit neo4j_transport = bolt"):
-        neo4j_target(load_settings(neo4j_uri="https://db.example.test", neo4j_password="p"))
+        neo4j_connection(load_settings(neo4j_uri="https://db.example.test", neo4j_password="p"))
     with pytest.raises(ConfigError, match="neo4j_uri bolt\\+s:// does not fit neo4j_transport = query-api"):
-        neo4j_target(load_settings(neo4j_uri="bolt+s://db", neo4j_password="p", neo4j_transport="query-api"))
+        neo4j_connection(load_settings(neo4j_uri="bolt+s://db", neo4j_password="p", neo4j_transport="query-api"))
     with pytest.raises(ConfigError, match="neo4j_uri"):
         load_settings(neo4j_uri="bolt+tls://db.example.test")
 

@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from tests.support.env import server_env
 from tests.support.paths import GATEWAY_CLI, REPO
 from tests.support.ports import free_port

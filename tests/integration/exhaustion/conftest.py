@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
+from gateway import managed_neo4j
 from gateway.config import connection_settings
+from gateway.connection import Neo4jConnection
 from gateway.ops import neo4j_local
-from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.paths import state_dir
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
@@ -68,11 +69,11 @@ def _start_afresh() -> Neo4jConnection:
     neo4j_local.stop()
     try:
         return neo4j_local.start()
-    except neo4j_local.Neo4jSetupError as exc:
+    except managed_neo4j.Neo4jSetupError as exc:
         try:
-            connection = neo4j_local.connection_info()
+            connection = managed_neo4j.connection_info()
             neo4j_local.wait_until_ready(connection)
-        except neo4j_local.Neo4jSetupError:
+        except managed_neo4j.Neo4jSetupError:
             pytest.fail(f"the exhaustion suite's own Neo4j could not be started: {exc}", pytrace=False)
         return connection
 
@@ -96,7 +97,7 @@ def operator_driver(exhaustion_neo4j: Neo4jConnection) -> Iterator[Any]:
     import neo4j
 
     c = exhaustion_neo4j
-    driver = neo4j.GraphDatabase.driver(c.uri, auth=(c.user, c.password), max_connection_pool_size=4)
+    driver = neo4j.GraphDatabase.driver(c.uri, auth=(c.user, c.password.get_secret_value()), max_connection_pool_size=4)
     yield driver
     driver.close()
 

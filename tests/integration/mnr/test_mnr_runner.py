@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from gateway.connection import Neo4jConnection
 from gateway.domain import LayerSwitches
 from gateway.mnr.cases import Suite, load_suite
 from gateway.mnr.runner import CaseOutcome, MnrSession
-from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.runner import SandboxRunner
 from tests.support.env import neo4j_env
 from tests.support.mnr import SUITE_HEADER

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from tests.support.env import clean_env, neo4j_env
 from tests.support.paths import REPO
 from tests.support.ports import free_port
@@ -48,7 +48,7 @@ def test_demo_runs_every_step_as_expected(
         ("recall", "answered"), ("analyze", "rejected"), ("analyze", "degraded"),
     }  # fmt: skip
     assert {a["principal"] for a in audit} == {"agent-a", "agent-ab"}
-    assert neo4j_connection.password not in (tmp_path / "audit.jsonl").read_text()
+    assert neo4j_connection.password.get_secret_value() not in (tmp_path / "audit.jsonl").read_text()
 
 
 def test_demo_fails_with_exit_2_when_neo4j_is_unreachable(sandbox_image: str, tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from gateway.ops import doctor, scope_survey
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway import scope_survey
+from gateway.connection import Neo4jConnection
+from gateway.ops import doctor
 from gateway.policy import DEFAULT_POLICY_PATH, load_policy
 from gateway.runner import SandboxRunner
 from tests.support.env import neo4j_env
@@ -46,7 +47,7 @@ def test_every_check_holds_on_a_set_up_machine(
     assert code == 0
     assert "READ transaction" in checks["neo4j read"]["detail"]
     assert "sees only lo" in checks["sandbox egress"]["detail"]
-    assert neo4j_connection.password not in json.dumps(checks)
+    assert neo4j_connection.password.get_secret_value() not in json.dumps(checks)
 
 
 def test_an_account_neo4j_refuses_fails_the_read_with_the_credentials_fix(

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from gateway import image_tag, managed_neo4j
+from gateway.connection import Neo4jConnection
 from gateway.ops import images, neo4j_local
-from gateway.ops.neo4j_local import Neo4jConnection
 
 
 def docker_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -81,12 +82,12 @@ def test_a_write_in_a_read_transaction_is_refused_by_neo4j(
 def test_neo4j_start_is_idempotent(neo4j_connection: Neo4jConnection) -> None:
     first = neo4j_local.status()
     again = neo4j_local.start()
-    assert again == neo4j_local.connection_info()
+    assert again == managed_neo4j.connection_info()
     assert neo4j_local.status()["pid"] == first["pid"] is not None
 
 
 def test_image_tags_are_content_hashes_and_builds_are_skipped(sandbox_image: str) -> None:
-    assert sandbox_image == images.sandbox_image_tag() == images.sandbox_image_tag()
+    assert sandbox_image == image_tag.sandbox_image_tag() == image_tag.sandbox_image_tag()
     created = docker_run("image", "inspect", "--format", "{{.Id}}", sandbox_image).stdout
     assert images.ensure_sandbox_image() == sandbox_image
     assert docker_run("image", "inspect", "--format", "{{.Id}}", sandbox_image).stdout == created

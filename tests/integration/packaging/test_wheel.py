@@ -30,6 +30,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from gateway import image_tag
 from gateway.ops import images
 from gateway.ops.demo import FACTS_A, FACTS_QUERY, SCOPE_A
 from tests.support.env import clean_env
@@ -165,7 +166,7 @@ def test_from_nothing_to_an_answer_outside_the_checkout(installed: Installed) ->
 
     built = json.loads(installed.run("images", "build").stdout)
     # Same sources, same content hashes: the installed copies are the checkout's files.
-    assert built == {"sandbox": images.sandbox_image_tag(), "neo4j": images.neo4j_image_tag()}
+    assert built == {"sandbox": image_tag.sandbox_image_tag(), "neo4j": images.neo4j_image_tag()}
 
     started = json.loads(installed.run("neo4j", "start").stdout)
     assert started["uri"] == f"bolt://127.0.0.1:{installed.env['CYPHER_GATEWAY_NEO4J_PORT']}"

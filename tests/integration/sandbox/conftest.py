@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.runner import SandboxRunner, remove_leftovers
 from tests.support.env import sandbox_program_env
 from tests.support.graph import labelled_graph, unique_label

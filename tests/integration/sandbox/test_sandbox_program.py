@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.runner.contract import credentials_line, job_line, parse_result
 from sandbox.bolt import BoltBackend
 from sandbox.config import SandboxConfig
@@ -30,7 +30,7 @@ def backend(neo4j_connection: Neo4jConnection) -> Iterator[BoltBackend]:
     config = SandboxConfig(
         neo4j_uri=neo4j_connection.uri,
         neo4j_user=neo4j_connection.user,
-        neo4j_password=neo4j_connection.password,
+        neo4j_password=neo4j_connection.password.get_secret_value(),
         database=neo4j_connection.database,
     )
     b = BoltBackend(config)
@@ -202,22 +202,24 @@ def program(env: dict[str, str], stdin: bytes) -> subprocess.CompletedProcess[by
 def test_the_program_end_to_end_as_a_subprocess(bolt_env: dict[str, str], neo4j_connection: Neo4jConnection) -> None:
     job = make_job("UNWIND range(1, 3) AS i RETURN i")
     # The account arrives on stdin: the environment holds no password at all.
-    assert neo4j_connection.password not in "".join(bolt_env.values())
-    proc = program(bolt_env, credentials_line(neo4j_connection.user, neo4j_connection.password) + job_line(job))
+    assert neo4j_connection.password.get_secret_value() not in "".join(bolt_env.values())
+    proc = program(
+        bolt_env, credentials_line(neo4j_connection.user, neo4j_connection.password.get_secret_value()) + job_line(job)
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 1, "stdout must hold exactly one result line"
     result = parse_result(lines[0])
     assert result.ok and result.rows == [[1], [2], [3]] and result.query_id == job.query_id
     assert proc.stderr.count(b"sandbox: ready") == 1
-    assert neo4j_connection.password.encode() not in proc.stderr + proc.stdout
+    assert neo4j_connection.password.get_secret_value().encode() not in proc.stderr + proc.stdout
 
 
 def test_each_job_of_a_reused_program_runs_in_its_own_process(
     bolt_env: dict[str, str], neo4j_connection: Neo4jConnection
 ) -> None:
     jobs = [make_job("RETURN 1 AS x"), make_job("RETURN $x AS x", params={"x": 2}), make_job("RETURN 3 AS x")]
-    account = credentials_line(neo4j_connection.user, neo4j_connection.password)
+    account = credentials_line(neo4j_connection.user, neo4j_connection.password.get_secret_value())
     env = {**bolt_env, "CGW_MAX_JOBS": "3"}
     # Every job waits for the previous one's answer, as the runner does.
     process = subprocess.Popen([sys.executable, "-m", "sandbox.main"], stdin=subprocess.PIPE,

@@ -9,8 +9,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from gateway.connection import Neo4jConnection
 from gateway.domain import Principal
-from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, remove_leftovers
 from gateway.service import Gateway

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from tests.support.env import server_env
 from tests.support.graph import labelled_graph, unique_label
 from tests.support.ports import free_port

@@ -23,7 +23,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import TextContent
 
 from gateway.audit import AuditLog
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.runner.docker_io import LABEL_OWNER, LABEL_ROLE
 from tests.support.env import server_env
 from tests.support.ports import free_port

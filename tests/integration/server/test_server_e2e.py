@@ -20,7 +20,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import TextResourceContents
 
 from gateway.audit import AuditLog
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.policy import load_policy
 from tests.support.env import server_env
 from tests.support.paths import GATEWAY_CLI, REPO
@@ -134,7 +134,9 @@ def test_stdio_recall_rejection_truncation_and_audit(
     assert all(line["principal"] == "stdio-agent" and line["transport"] == "stdio" for line in lines)
     assert lines[2]["truncation"] == "rows" and lines[3]["truncation"] == "bytes"
     raw = audit_path.read_text()
-    assert neo4j_connection.password not in raw and seeded_graph.task_id not in raw  # values redacted
+    assert (
+        neo4j_connection.password.get_secret_value() not in raw and seeded_graph.task_id not in raw
+    )  # values redacted
 
 
 def test_stdio_out_of_scope_principal_sees_nothing(

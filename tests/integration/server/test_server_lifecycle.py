@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.policy import DEFAULT_POLICY_PATH
 from gateway.runner.docker_io import LABEL_OWNER
 from tests.support.env import server_env

@@ -1,4 +1,4 @@
-"""The gateway process never loads the neo4j driver, even after a full request cycle.
+"""The gateway process never loads the neo4j driver (nor gateway/ops/), even after a full request cycle.
 
 A fresh interpreter composes the gateway from settings exactly as ``serve`` does (real
 runner, real sandbox, real Neo4j), answers an MCP tool call in-process through the SDK's
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from tests.support.env import server_env
 from tests.support.paths import REPO
 from tests.support.server import SeededGraph
@@ -41,7 +41,8 @@ try:
 finally:
     composed.close()
 print(json.dumps({"answer": answer, "schema": schema, "problems": composed.problems,
-                  "neo4j_loaded": sorted(m for m in sys.modules if m == "neo4j" or m.startswith("neo4j."))}))
+                  "neo4j_loaded": sorted(m for m in sys.modules if m == "neo4j" or m.startswith("neo4j.")),
+                  "ops_loaded": sorted(m for m in sys.modules if m.startswith(("gateway.ops", "gateway.mnr")))}))
 """
 
 
@@ -59,3 +60,4 @@ def test_full_request_cycle_never_imports_the_driver(
     assert seeded_graph.label in report["schema"]["labels"]
     assert "blob" in report["schema"]["propertyKeys"]
     assert report["neo4j_loaded"] == []
+    assert report["ops_loaded"] == []  # nor the operator tooling (tests/unit/test_layers.py reads the imports)

@@ -19,7 +19,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from gateway.audit import AuditLog
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.policy import load_policy
 from tests.support.env import server_env
 from tests.support.paths import GATEWAY_CLI, REPO

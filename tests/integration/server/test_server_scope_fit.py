@@ -12,7 +12,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from gateway.ops.neo4j_local import Neo4jConnection
+from gateway.connection import Neo4jConnection
 from gateway.policy import DEFAULT_POLICY_PATH
 from tests.support.env import server_env
 from tests.support.graph import labelled_graph

@@ -27,8 +27,8 @@ import pytest
 
 from gateway.compose import compose
 from gateway.config import load_settings
+from gateway.connection import Neo4jConnection
 from gateway.ops import neo4j_local
-from gateway.ops.neo4j_local import Neo4jConnection
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import owner_label

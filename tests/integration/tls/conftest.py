@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from gateway.ops.neo4j_local import TLS_HOST, Neo4jConnection
+from gateway.connection import Neo4jConnection
+from gateway.managed_neo4j import TLS_HOST
 from gateway.paths import state_dir
 from tests.support.graph import labelled_graph, unique_label
 from tests.support.paths import GATEWAY_CLI
@@ -70,7 +71,8 @@ def tls_driver(tls_neo4j: TlsNeo4j) -> Iterator[Any]:
 
     connection = tls_neo4j.connection
     driver = neo4j.GraphDatabase.driver(
-        f"bolt://{TLS_HOST}:{tls_neo4j.bolt_port}", auth=(connection.user, connection.password), encrypted=True,
+        f"bolt://{TLS_HOST}:{tls_neo4j.bolt_port}", encrypted=True,
+        auth=(connection.user, connection.password.get_secret_value()),
         trusted_certificates=neo4j.TrustCustomCAs(str(tls_neo4j.certificates.ca_file)),
     )  # fmt: skip
     yield driver

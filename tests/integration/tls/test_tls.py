@@ -19,9 +19,10 @@ import pytest
 
 from gateway.compose import Composed, compose
 from gateway.config import load_settings
+from gateway.connection import Neo4jConnection
 from gateway.domain import Principal
 from gateway.errors import SandboxUnavailable
-from gateway.ops.neo4j_local import TLS_HOST, Neo4jConnection
+from gateway.managed_neo4j import TLS_HOST
 from tests.integration.tls.conftest import TlsNeo4j
 from tests.support.waiting import returns_within
 
@@ -205,12 +206,12 @@ def test_the_forwarder_link_carries_tls_and_never_the_credentials(
     # compose() first checks that the port answers (connect, send nothing, close): not a sandbox link.
     links = [sent for sent in tap.sent if sent]
     assert links, "nothing went through the tap"
-    basic = base64.b64encode(f"{server.user}:{server.password}".encode())
+    basic = base64.b64encode(f"{server.user}:{server.password.get_secret_value()}".encode())
     for sent in links:
         assert _is_client_hello(bytes(sent[:6])), f"not a TLS ClientHello: {bytes(sent[:8]).hex()}"
         assert not sent.startswith(BOLT_MAGIC)
         assert TLS_HOST.encode() in sent[:512], "the ClientHello carries no SNI for the real host name"
-        assert server.password.encode() not in sent and basic not in sent
+        assert server.password.get_secret_value().encode() not in sent and basic not in sent
 
 
 def test_the_tap_sees_plaintext_bolt_when_tls_is_off(
@@ -225,7 +226,7 @@ def test_the_tap_sees_plaintext_bolt_when_tls_is_off(
         tap.close()
     links = [sent for sent in tap.sent if sent]
     assert links and all(sent.startswith(BOLT_MAGIC) for sent in links)
-    assert any(neo4j_connection.password.encode() in sent for sent in links)
+    assert any(neo4j_connection.password.get_secret_value().encode() in sent for sent in links)
 
 
 def test_the_sandbox_image_has_a_system_trust_store(docker_client: Any, sandbox_image: str) -> None:

@@ -1,7 +1,7 @@
 """What the policy's scope would make of the graph it is pointed at: the operator's look, not an agent's.
 
 ``survey(policy, run)`` asks Neo4j (through ``run``, a READ query in a sandbox, unscoped: it is
-the operator's check, never on the request path) whether the policy's scope property occurs on
+the start-up and doctor check, never an agent.s request) whether the policy's scope property occurs on
 any node or relationship, whether each label and relationship type the policy names exists, and,
 per label and relationship type, how many elements lack the property or hold a malformed one
 (what the policy hides). Counts only: one pass over the graph per element kind, and the count
