@@ -349,11 +349,13 @@ def container_cpu(settings: GatewaySettings, cypher: str, rounds: int) -> dict[s
 # --- the default policy: one agent back to back, where one query's milliseconds go ----------------
 
 
-def breakdown(settings: GatewaySettings, conn: Any, driver: Any, cypher: str, n: int) -> dict[str, Any]:
+def breakdown(
+    settings: GatewaySettings, conn: Any, driver: Any, cypher: str, n: int, policy: Policy = POLICY
+) -> dict[str, Any]:
     """One principal calling back to back through the Gateway under the default policy, interleaved
     with the direct driver; each call split into its stages (no instrumentation in the product:
     the stages are differences of clocks the benchmark reads around the layers)."""
-    composed = compose(settings, policy=POLICY)
+    composed = compose(settings, policy=policy)
     runner, gateway = composed.runner, composed.gateway
     assert runner is not None and not composed.problems, composed.problems
     principal = Principal(name="lone-agent", scope=frozenset({"project-a"}))
@@ -384,7 +386,9 @@ def breakdown(settings: GatewaySettings, conn: Any, driver: Any, cypher: str, n:
         assert runner.wait_ready(120), runner.available()
         for _ in range(10):  # warm Neo4j's plan cache, the driver and the principal's container
             direct(driver, cypher, True, conn.database)
-            gateway.run("analyze", cypher, {}, principal)
+            with contextlib.suppress(GatewayError):
+                gateway.run("analyze", cypher, {}, principal)
+        assert runner.wait_ready(120), runner.available()
         for _ in range(n):
             stages["direct"].append(direct(driver, cypher, False, conn.database))
             stages["direct+explain"].append(direct(driver, cypher, True, conn.database))
@@ -427,6 +431,11 @@ def default_run(
     print(throughput_table(out["throughput"]), flush=True)
     out["lone_agent"] = breakdown(settings, conn, driver, cypher, n)
     print("\n" + breakdown_table(out["lone_agent"]), flush=True)
+    # The same agent under the previous default (a container per query), in the same run.
+    out["lone_agent_one_shot"] = breakdown(
+        settings, conn, driver, cypher, n, with_sandbox(POLICY, 1, POLICY.sandbox.busy_wait_ms)
+    )
+    print("\n" + breakdown_table(out["lone_agent_one_shot"]), flush=True)
     return out
 
 

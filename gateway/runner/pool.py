@@ -218,7 +218,7 @@ class WarmPool:
             claimed = False
             try:
                 while True:
-                    warm = self._take_idle(principal)
+                    warm = self._take_idle(principal, claimed)
                     if warm is None:
                         claimed = self._claim(principal, claimed)
                         warm = None if claimed else self._take_spare()
@@ -274,13 +274,22 @@ class WarmPool:
         else:
             self._claims.pop(principal, None)
 
-    def _take_idle(self, principal: Principal | None) -> WarmContainer | None:
+    def _take_idle(self, principal: Principal | None, claimed: bool) -> WarmContainer | None:
+        """One of the principal's idle containers; one a waiting query claimed goes to a claimant.
+
+        Otherwise a query arriving later would take the container a claimant waited for, and
+        the claimant, its claim lapsed, would be answered "busy" long after its wait.
+        """
         idle = self._idle.get(principal) if principal is not None else None
         if not idle:
             return None
+        assert principal is not None
+        surplus = len(idle) + self._rearming.get(principal, 0) - self._claims.get(principal, 0)
+        if not claimed and surplus <= 0:
+            return None
         warm = idle.pop()
         if not idle:
-            del self._idle[principal]  # type: ignore[arg-type]
+            del self._idle[principal]
         return warm
 
     def _take_spare(self) -> WarmContainer | None:
