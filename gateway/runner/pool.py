@@ -12,8 +12,13 @@ authenticated). The pool holds:
 
 A query takes its principal's idle container if there is one, else a spare. A container
 is bound to the first principal that uses it and never serves another; after an error,
-a timeout, a truncation, a redaction or its last allowed query it is removed. With the
-policy's default of one query per container, every container is used once.
+a timeout, a truncation, a redaction or its last allowed query it is removed. With
+``max_queries_per_container: 1`` every container is used once.
+
+A query whose principal has a container re-arming (and no idle one) claims it and waits for
+it, rather than taking a spare or being told ``busy``: that container is reserved for the
+principal, so an agent calling back to back keeps one container (docs/decisions/0014). A
+re-armed container goes to a query that claimed it before any later query of the principal.
 
 Admission is bounded in time: a principal over its concurrency limit, or a query that
 finds no container, waits at most the policy's ``busy_wait_ms`` and then gets ``Busy``
