@@ -348,6 +348,99 @@ def container_cpu(settings: GatewaySettings, cypher: str, rounds: int) -> dict[s
     }  # fmt: skip
 
 
+# --- the default policy: one agent back to back, where one query's milliseconds go ----------------
+
+
+def breakdown(
+    settings: GatewaySettings, conn: Any, driver: Any, cypher: str, n: int, policy: Policy = POLICY
+) -> dict[str, Any]:
+    """One principal calling back to back through the Gateway under the default policy, interleaved
+    with the direct driver; each call split into its stages (no instrumentation in the product:
+    the stages are differences of clocks the benchmark reads around the layers)."""
+    composed = compose(settings, policy=policy)
+    runner, gateway = composed.runner, composed.gateway
+    assert runner is not None and not composed.problems, composed.problems
+    principal = Principal(name="lone-agent", scope=frozenset({"project-a"}))
+    stages: dict[str, list[float]] = {
+        "direct": [], "direct+explain": [], "gateway": [], "runner.run": [], "waiting for a container": [],
+        "inside the sandbox (decode, BEGIN, EXPLAIN, run, COMMIT, result check)": [],
+    }  # fmt: skip
+    outcomes: Counter[str] = Counter()
+    pool = runner._pool
+    assert pool is not None
+    acquire, run, seen = pool.acquire, runner.run, {}
+
+    def timed_acquire(*args: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return acquire(*args)
+        finally:
+            seen["acquire"] = (time.perf_counter() - began) * 1000
+
+    def timed_run(*args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        result = run(*args, **kwargs)
+        seen["run"], seen["inside"] = (time.perf_counter() - began) * 1000, result.duration_ms or 0.0
+        return result
+
+    pool.acquire, runner.run = timed_acquire, timed_run  # type: ignore[method-assign,assignment]
+    try:
+        assert runner.wait_ready(120), runner.available()
+        for _ in range(10):  # warm Neo4j's plan cache, the driver and the principal's container
+            direct(driver, cypher, True, conn.database)
+            with contextlib.suppress(GatewayError):
+                gateway.run("analyze", cypher, {}, principal)
+        assert runner.wait_ready(120), runner.available()
+        for _ in range(n):
+            stages["direct"].append(direct(driver, cypher, False, conn.database))
+            stages["direct+explain"].append(direct(driver, cypher, True, conn.database))
+            began = time.perf_counter()
+            try:
+                gateway.run("analyze", cypher, {}, principal)
+                outcomes["ok"] += 1
+            except GatewayError as exc:
+                outcomes[exc.code] += 1
+                continue
+            stages["gateway"].append((time.perf_counter() - began) * 1000)
+            stages["runner.run"].append(seen["run"])
+            stages["waiting for a container"].append(seen["acquire"])
+            stages["inside the sandbox (decode, BEGIN, EXPLAIN, run, COMMIT, result check)"].append(seen["inside"])
+        containers = {r.container_id for r in runner.records() if r.principal == principal.name}
+        return {
+            "calls": n, "outcomes": dict(outcomes), "containers_used": len(containers),
+            "latency_ms": {name: summary(values) for name, values in stages.items() if values},
+        }  # fmt: skip
+    finally:
+        composed.close()
+
+
+def breakdown_table(one: dict[str, Any]) -> str:
+    lat = one["latency_ms"]
+    lines = ["| stage | n | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|"]
+    for name, s in lat.items():
+        lines.append(f"| {name} | {s['n']} | {s['p50']:.2f} | {s['p95']:.2f} | {s['p99']:.2f} |")
+    lines.append(f"\noutcomes {one['outcomes']}, containers used {one['containers_used']}")
+    return "\n".join(lines)
+
+
+def default_run(
+    settings: GatewaySettings, conn: Any, driver: Any, cypher: str, seconds: float, n: int
+) -> dict[str, Any]:
+    """The default policy as shipped: four principals at 20 and 25 q/s, and one agent back to back."""
+    per = POLICY.sandbox.max_queries_per_container
+    cells = [run_cell(settings, cypher, per, rate, seconds, "auto") for rate in (20.0, 25.0)]
+    out: dict[str, Any] = {"throughput": [cell.report() for cell in cells]}
+    print(throughput_table(out["throughput"]), flush=True)
+    out["lone_agent"] = breakdown(settings, conn, driver, cypher, n)
+    print("\n" + breakdown_table(out["lone_agent"]), flush=True)
+    # The same agent under the previous default (a container per query), in the same run.
+    out["lone_agent_one_shot"] = breakdown(
+        settings, conn, driver, cypher, n, with_sandbox(POLICY, 1, POLICY.sandbox.busy_wait_ms)
+    )
+    print("\n" + breakdown_table(out["lone_agent_one_shot"]), flush=True)
+    return out
+
+
 # --- the run ------------------------------------------------------------------------------------
 
 
@@ -359,6 +452,11 @@ def main() -> int:
     parser.add_argument("--cold-n", type=int, help="cold-container samples (20; quick: 5)")
     parser.add_argument("--no-runtimes", action="store_true", help="skip the crun/runc comparison")
     parser.add_argument("--no-overload", action="store_true", help="skip the reused configuration at 3x its capacity")
+    parser.add_argument(
+        "--default-policy",
+        action="store_true",
+        help="only the default policy: 4 principals at 20 and 25 q/s, one agent back to back",
+    )
     parser.add_argument("--out", type=Path, help="JSON results (full run: bench/sandbox-results.json)")
     args = parser.parse_args()
     seconds = args.seconds or (10.0 if args.quick else 60.0)
@@ -380,6 +478,13 @@ def main() -> int:
     }  # fmt: skip
     try:
         seed(driver, label)
+        if args.default_policy:
+            results["default_policy"] = default_run(settings, conn, driver, cypher, seconds, n)
+            results["load_after"] = os.getloadavg()
+            target = args.out or Path(__file__).with_name("sandbox-default-results.json")
+            target.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+            print(f"\nresults: {target}")
+            return 0
         cells = [run_cell(settings, cypher, per, rate, seconds, "auto") for rate in RATES for per in REUSE]
         results["throughput"] = [cell.report() for cell in cells]
         print(throughput_table(results["throughput"]), flush=True)

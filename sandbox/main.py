@@ -178,14 +178,35 @@ def _make_removable(_function: object, path: str, _exc: object) -> None:
         os.unlink(path)
 
 
+def _not_dumpable() -> None:
+    """Make this process (and every child it forks) non-dumpable: no ptrace, no /proc/<pid>/mem.
+
+    The first process holds the account and outlives each job; without this, a job process of
+    the same uid could attach to it (or to a later job's process) and persist past the reset.
+    Fails closed: a container whose first process cannot do this does not serve.
+    """
+    import ctypes
+
+    pr_set_dumpable = 4
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
 def main() -> int:
+    first_of_container = os.getpid() == 1
+    if first_of_container:
+        try:
+            _not_dumpable()
+        except OSError as exc:
+            _write(failure("", "internal", f"sandbox could not harden its first process: {exc}"))
+            return 2
     try:
         config = SandboxConfig.from_env(read_credentials())
     except (ConfigError, OSError) as exc:
         _write(failure("", "internal", f"sandbox misconfigured: {exc}"))
         return 2
     backend_class = backend_type(config)
-    first_of_container = os.getpid() == 1
     # The children share the imported code copy-on-write; keep the collector off those pages.
     gc.freeze()
     for _ in range(config.max_jobs):

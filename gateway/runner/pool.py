@@ -12,8 +12,13 @@ authenticated). The pool holds:
 
 A query takes its principal's idle container if there is one, else a spare. A container
 is bound to the first principal that uses it and never serves another; after an error,
-a timeout, a truncation, a redaction or its last allowed query it is removed. With the
-policy's default of one query per container, every container is used once.
+a timeout, a truncation, a redaction or its last allowed query it is removed. With
+``max_queries_per_container: 1`` every container is used once.
+
+A query whose principal has a container re-arming (and no idle one) claims it and waits for
+it, rather than taking a spare or being told ``busy``: that container is reserved for the
+principal, so an agent calling back to back keeps one container (docs/decisions/0014). A
+re-armed container goes to a query that claimed it before any later query of the principal.
 
 Admission is bounded in time: a principal over its concurrency limit, or a query that
 finds no container, waits at most the policy's ``busy_wait_ms`` and then gets ``Busy``
@@ -88,6 +93,10 @@ class WarmPool:
         self._spares: deque[WarmContainer] = deque()
         self._idle: dict[Principal, list[WarmContainer]] = {}
         self._running: dict[Principal, int] = {}
+        # A principal's used containers waiting for their next job process (re-arming), and how
+        # many of its queries are waiting for one of them instead of taking a spare.
+        self._rearming: dict[Principal, int] = {}
+        self._claims: dict[Principal, int] = {}
         self._live = 0  # started or starting, not yet discarded
         self._starting = 0
         self._closed = False
@@ -211,13 +220,25 @@ class WarmPool:
                     if not self._wait(deadline):
                         raise self._busy(f"{limit} queries of this principal are already running")
                 self._running[principal] = self._running.get(principal, 0) + 1
+            claimed = False
             try:
                 while True:
-                    warm = self._take(principal)
+                    warm = self._take_idle(principal, claimed)
+                    if warm is None:
+                        claimed = self._claim(principal, claimed)
+                        warm = None if claimed else self._take_spare()
                     if warm is not None:
                         warm.principal = principal
                         warm.uses += 1
                         return warm
+                    if claimed:
+                        # Its own container is re-arming: that is capacity reserved for this
+                        # principal, so the query waits for it (at most the re-arm's own ready
+                        # timeout, after which the container is discarded and the claim lapses)
+                        # rather than taking a spare another principal may need, or being told
+                        # "busy" while nobody else is using the gateway.
+                        self._lock.wait(timeout=0.5)
+                        continue
                     if not self._wait(deadline):
                         if self.last_error is not None:
                             raise SandboxUnavailable(self.last_error)
@@ -225,19 +246,63 @@ class WarmPool:
             except BaseException:
                 self._release_slot(principal)
                 raise
+            finally:
+                if claimed:
+                    self._unclaim(principal)
 
-    def _take(self, principal: Principal | None) -> WarmContainer | None:
+    def _claim(self, principal: Principal | None, claimed: bool) -> bool:
+        """Whether this query (still) waits for one of its principal's re-arming containers.
+
+        Each waiting query claims one re-arming container; a claim lapses when a re-arm
+        fails and there are more claims than re-arming containers (that query then takes a
+        spare, or waits for one within the busy deadline).
+        """
+        if principal is None:
+            return False
+        rearming, claims = self._rearming.get(principal, 0), self._claims.get(principal, 0)
+        if claimed:
+            if claims <= rearming:
+                return True
+            self._unclaim(principal)
+            return False
+        if rearming > claims:
+            self._claims[principal] = claims + 1
+            return True
+        return False
+
+    def _unclaim(self, principal: Principal | None) -> None:
+        if principal is None:
+            return
+        left = self._claims.get(principal, 0) - 1
+        if left > 0:
+            self._claims[principal] = left
+        else:
+            self._claims.pop(principal, None)
+
+    def _take_idle(self, principal: Principal | None, claimed: bool) -> WarmContainer | None:
+        """One of the principal's idle containers; one a waiting query claimed goes to a claimant.
+
+        Otherwise a query arriving later would take the container a claimant waited for, and
+        the claimant, its claim lapsed, would be answered "busy" long after its wait.
+        """
         idle = self._idle.get(principal) if principal is not None else None
-        if idle:
-            warm = idle.pop()
-            if not idle:
-                del self._idle[principal]  # type: ignore[arg-type]
-            return warm
-        if self._spares:
-            warm = self._spares.popleft()
-            self._lock.notify_all()  # wake the supervisor to refill
-            return warm
-        return None
+        if not idle:
+            return None
+        assert principal is not None
+        surplus = len(idle) + self._rearming.get(principal, 0) - self._claims.get(principal, 0)
+        if not claimed and surplus <= 0:
+            return None
+        warm = idle.pop()
+        if not idle:
+            del self._idle[principal]
+        return warm
+
+    def _take_spare(self) -> WarmContainer | None:
+        if not self._spares:
+            return None
+        warm = self._spares.popleft()
+        self._lock.notify_all()  # wake the supervisor to refill
+        return warm
 
     def _wait(self, deadline: float) -> bool:
         """Wait for a change; False once the deadline has passed."""
@@ -280,13 +345,26 @@ class WarmPool:
         )
         with self._lock:
             self._release_slot(warm.principal)
+            if keep and warm.principal is not None:
+                self._rearming[warm.principal] = self._rearming.get(warm.principal, 0) + 1
         if keep:
             try:
                 self._rearmer.submit(self._rearm, warm)
                 return
             except RuntimeError:  # shutting down
-                pass
+                with self._lock:
+                    self._rearmed(warm)
         self.discard(warm)
+
+    def _rearmed(self, warm: WarmContainer) -> None:
+        """One of the principal's re-arming containers is done re-arming (ready or not); under the lock."""
+        assert warm.principal is not None
+        left = self._rearming.get(warm.principal, 0) - 1
+        if left > 0:
+            self._rearming[warm.principal] = left
+        else:
+            self._rearming.pop(warm.principal, None)
+        self._lock.notify_all()
 
     def _rearm(self, warm: WarmContainer) -> None:
         """Wait for the container's next job process to say ready, then keep it for its principal."""
@@ -295,9 +373,12 @@ class WarmPool:
                 SANDBOX_READY.encode(), time.monotonic() + self.settings.ready_timeout_seconds
             )
         except Exception:
+            with self._lock:
+                self._rearmed(warm)
             self.discard(warm)
             return
         with self._lock:
+            self._rearmed(warm)
             if not self._closed and warm.principal is not None:
                 warm.idle_since = time.monotonic()
                 self._idle.setdefault(warm.principal, []).append(warm)

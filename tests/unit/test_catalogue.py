@@ -136,6 +136,6 @@ def test_policy_show_prints_every_rule_with_its_sentence() -> None:
 
 def test_policy_show_prints_the_sandbox_sharing() -> None:
     shown = render_policy(POLICY)
-    assert "sandbox: one query per container" in shown and "'busy' after waiting 500 ms" in shown
-    reused = POLICY.model_copy(update={"sandbox": POLICY.sandbox.model_copy(update={"max_queries_per_container": 10})})
-    assert "up to 10 queries of one principal per container" in render_policy(reused)
+    assert "up to 100 queries of one principal per container" in shown and "'busy' after waiting 500 ms" in shown
+    one_shot = POLICY.model_copy(update={"sandbox": POLICY.sandbox.model_copy(update={"max_queries_per_container": 1})})
+    assert "sandbox: one query per container" in render_policy(one_shot)

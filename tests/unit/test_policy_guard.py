@@ -27,8 +27,8 @@ def test_default_is_strict() -> None:
     assert policy.tool("recall").procedures_allowed == frozenset()
     assert policy.tool("analyze").procedures_allowed == frozenset()
     assert set(policy.tool("recall").required_parameters) == {"repository", "taskId"}
-    # One query per container unless a reviewer chooses otherwise; overload answered within half a second.
-    assert policy.sandbox.max_queries_per_container == 1
+    # One principal's queries share a container (docs/decisions/0014); overload answered within half a second.
+    assert policy.sandbox.max_queries_per_container == 100
     assert 0 < policy.sandbox.busy_wait_ms <= 500 and policy.sandbox.max_concurrent_per_principal >= 1
 
 
@@ -45,7 +45,7 @@ ANALYZE_PROCEDURES = "procedures_allowed: []\n    functions_denied: *"
         (("max_rows: 100", "max_rows: 0"), "max_rows"),
         (("max_rewritten_chars: 100000", "max_rewritten_chars: 0"), "max_rewritten_chars"),
         ((ANALYZE_PROCEDURES, ANALYZE_PROCEDURES.replace("[]", '["db.*"]')), "procedures_allowed"),
-        (("max_queries_per_container: 1", "max_queries_per_container: 0"), "max_queries_per_container"),
+        (("max_queries_per_container: 100", "max_queries_per_container: 0"), "max_queries_per_container"),
         (("busy_wait_ms: 500", "busy_wait_ms: 500\n  busy_wait_s: 1"), "busy_wait_s"),
     ],
 )

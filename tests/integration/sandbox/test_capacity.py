@@ -259,3 +259,103 @@ def test_cancel_kills_the_container_running_the_query(
         return record.container_id not in {c["Id"] for c in docker_client.api.containers(all=True)}
 
     wait_until(removed, timeout=60, what="the cancelled query's container removed")
+
+
+def test_a_lone_principal_calling_back_to_back_is_never_busy(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
+) -> None:
+    # The default policy's sharing, with one spare and room for two containers: a principal
+    # that calls again the moment it is answered finds its own container still re-arming and
+    # waits for it, instead of taking the spare (which then would have to be made again) or
+    # being told "busy" by a gateway nobody else uses.
+    policy = load_policy().sandbox
+    assert policy.max_queries_per_container > 1, "the default policy reuses a principal's container"
+    runner = start(cleanup, runner_settings(pool_size=1, max_containers=2), policy, 1)
+    answers = [runner.run(make_job("RETURN $i AS i", params={"i": i}), ALICE) for i in range(30)]
+    assert [a.rows for a in answers] == [[[i]] for i in range(30)]
+    used = {r.container_id for r in runner.records() if r.principal == "alice"}
+    assert len(used) == 1, f"30 sequential queries took {len(used)} containers"
+
+
+def test_overload_by_many_principals_is_still_answered_busy(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
+) -> None:
+    # Waiting for one's own re-arming container is not a way past capacity: principals with
+    # no container of their own, while every container is taken, get "busy".
+    policy = load_policy().sandbox.model_copy(update={"busy_wait_ms": 300})
+    runner = start(cleanup, runner_settings(pool_size=1, max_containers=1), policy, 1)
+    holding = Holding(runner, ALICE)
+    outcomes: list[str] = []
+
+    def caller(name: str) -> None:
+        try:
+            runner.run(make_job("RETURN 1 AS x"), Principal(name=name))
+            outcomes.append("ok")
+        except Busy:
+            outcomes.append("busy")
+
+    threads = [threading.Thread(target=caller, args=(f"p{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert outcomes == ["busy"] * 4
+    assert isinstance(holding.finished(), SandboxResult)
+
+
+def test_a_job_process_cannot_reach_into_the_first_process(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
+) -> None:
+    # The first process holds the account and outlives every job: a job process of the same uid
+    # must not read its memory or environment, nor trace it (it is made non-dumpable).
+    runner = start(cleanup, runner_settings(pool_size=1), SandboxPolicy(max_queries_per_container=3), 1)
+    (container_id,) = runner.pool_container_ids()
+    container = docker_client.containers.get(container_id)
+    probe = (
+        "import ctypes, os\n"
+        "for name in ('mem', 'environ', 'maps'):\n"
+        "    try:\n"
+        "        open(f'/proc/1/{name}', 'rb').read(16); print(name, 'read')\n"
+        "    except OSError as exc: print(name, type(exc).__name__)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno() != 0)\n"  # PTRACE_ATTACH
+    )
+    lines = _exec(container, probe).split("\n")
+    assert lines[:3] == ["mem PermissionError", "environ PermissionError", "maps PermissionError"], lines
+    assert lines[3] == "ptrace -1 True", lines
+    assert runner.run(make_job("RETURN 1 AS x"), ALICE).rows == [[1]]
+
+
+def test_a_socket_left_listening_is_gone_before_the_next_job(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
+) -> None:
+    policy = SandboxPolicy(max_queries_per_container=3, idle_container_seconds=600)
+    runner = start(cleanup, runner_settings(pool_size=1), policy, 1)
+    assert runner.run(make_job("RETURN 1 AS x"), ALICE).ok
+    first = runner.records()[-1].container_id
+    pool = runner._pool
+    assert pool is not None
+    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept for its principal")
+    container = docker_client.containers.get(first)
+    # A compromised job could leave a listener on the loopback (TCP) and an abstract Unix socket,
+    # waiting for the next job's process to talk to them.
+    _exec(
+        container,
+        "import socket, time\n"
+        "t = socket.socket(); t.bind(('127.0.0.1', 7687)); t.listen()\n"
+        "u = socket.socket(socket.AF_UNIX); u.bind('\\0left-behind'); u.listen()\n"
+        "time.sleep(600)\n",
+        detach=True,
+    )
+    connect = (
+        "import socket\n"
+        "for family, address in ((socket.AF_INET, ('127.0.0.1', 7687)), (socket.AF_UNIX, '\\0left-behind')):\n"
+        "    s = socket.socket(family)\n"
+        "    try: s.connect(address); print('open')\n"
+        "    except OSError: print('closed')\n"
+    )
+    wait_until(lambda: _exec(container, connect).split() == ["open", "open"], timeout=30, what="the listeners up")
+    assert runner.run(make_job("RETURN 2 AS x"), ALICE).rows == [[2]]
+    assert runner.records()[-1].container_id == first, "the second job ran in the same container"
+    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept again")
+    assert _exec(container, connect).split() == ["closed", "closed"]
