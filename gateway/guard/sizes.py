@@ -1365,8 +1365,11 @@ def _list_builder(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]
     out = Shape("list", length=length, elements=subject.elements + inserted.elements,
                 chars=subject.chars + inserted.chars, item=item,
                 reads=union(subject.reads, inserted.reads))  # fmt: skip
-    passes = Bound.of(64) if node.name.lower() == "coll.sort" else ONE
-    return out, (subject.length + _compared(subject)) * passes
+    walk = subject.length + _compared(subject)
+    if node.name.lower() == "coll.sort":
+        # n log n comparisons: the log of the part the query chose (a stored list's own is what the store holds).
+        return out, walk + walk.scale(max(1, subject.length.static.bit_length()))
+    return out, walk
 
 
 def _list_sum(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
