@@ -274,7 +274,8 @@ def test_every_built_in_function_has_a_reviewed_cost_model() -> None:
     # SHOW FUNCTIONS on Neo4j 5.26 and 2026.x (Cypher 5 and 25), less the four used only by
     # LOAD CSV (file, linenumber) and USE (graph.byName, graph.byElementId).
     for name in ("string.join", "string.regexReplace", "string.indexOf", "coll.sort", "vector_distance",
-                 "stdev_pop", "collect_list", "zoned_datetime", "format", "uuid", "toUpper", "percentileCont"):  # fmt: skip
+                 "stdev_pop", "collect_list", "zoned_datetime", "format", "uuid",
+                 "toUpper", "percentileCont"):  # fmt: skip
         assert name.lower() in sizes.FUNCTIONS, name
     for name in ("file", "linenumber", "graph.byname", "apoc.text.regexgroups", "apoc.coll.fill"):
         assert name not in sizes.FUNCTIONS, name
