@@ -773,7 +773,8 @@ class _Analysis:
         reads = union(left.reads, right.reads)
         if op == "IN":
             # One comparison per element, each at most as long as that element: the list's whole content.
-            return Cost(_compared(right), right.reads)
+            # A stored list's length is walked in full even though one value read from it is paid.
+            return Cost(right.length.join(_compared(right)), right.reads)
         if op in ("=", "<>", "<", ">", "<=", ">="):
             # Equality and order stop at the shorter side; lists compare element by element, nested ones too.
             return Cost(_smaller(_compared(left), _compared(right)), reads)
@@ -1018,10 +1019,12 @@ def _compared(shape: Shape) -> Bound:
 def _chars_as_steps(chars: Bound) -> Bound:
     """Characters compared or copied, in iteration steps (``CHARS_PER_STEP`` to a step).
 
-    Rounded down: the step that makes the comparison or the copy is counted where it is made
-    (an element of a list, an iteration), and pays for its first ``CHARS_PER_STEP`` characters.
+    A size known before the query runs is rounded down: the step that makes the comparison or the
+    copy is counted where it is made and pays for its first ``CHARS_PER_STEP`` characters. A size
+    the data or an accumulator decides is rounded up, so a loop around it still multiplies it
+    (``[i IN range(1, 100000) WHERE n.bio CONTAINS 'x']`` searches the stored text 100,000 times).
     """
-    return Bound({e: c // CHARS_PER_STEP for e, c in chars.terms.items()})
+    return Bound({e: (-(-c // CHARS_PER_STEP) if e else c // CHARS_PER_STEP) for e, c in chars.terms.items()})
 
 
 def _search(text: Shape, needle: Shape) -> Bound:
@@ -1439,6 +1442,21 @@ def _substring(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -
     return Shape("string", chars=text.chars, reads=text.reads), ZERO
 
 
+def _trim(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """trim/ltrim/rtrim/btrim: each trimmed character is looked up among the trim characters."""
+    if node.trim_mode is not None:  # trim(BOTH chars FROM s): the text comes last
+        text, chars = _arg(args, len(args) - 1), (_arg(args, 0) if len(args) > 1 else NULL)
+    else:
+        text, chars = _arg(args, 0), _arg(args, 1)
+    return Shape("string", chars=text.chars, reads=text.reads), _search(text, chars)
+
+
+def _extreme(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """coll.max/coll.min: one comparison per element, nested elements walked."""
+    subject = _arg(args, 0)
+    return subject.element, subject.length + _compared(subject)
+
+
 def _coalesce(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
     out = NULL
     for arg in args:
@@ -1502,10 +1520,10 @@ FUNCTIONS: dict[str, FunctionModel] = {
     "substring": _F(_substring),
     "left": _F(_substring),
     "right": _F(_substring),
-    "trim": _F(_substring),
-    "ltrim": _F(_substring),
-    "rtrim": _F(_substring),
-    "btrim": _F(_substring),
+    "trim": _F(_trim),
+    "ltrim": _F(_trim),
+    "rtrim": _F(_trim),
+    "btrim": _F(_trim),
     "toupper": _F(_string_like()),
     "tolower": _F(_string_like()),
     "upper": _F(_string_like()),
@@ -1628,8 +1646,8 @@ FUNCTIONS: dict[str, FunctionModel] = {
     "string.join": _F(_string_join),
     "string.regexreplace": _F(_regex_replace, regex=1),
     "coll.indexof": _F(_index_of),
-    "coll.max": _F(_same, pass_through=True),
-    "coll.min": _F(_same, pass_through=True),
+    "coll.max": _F(_extreme, pass_through=True),
+    "coll.min": _F(_extreme, pass_through=True),
     "coll.distinct": _F(_list_builder),
     "coll.flatten": _F(_list_builder),
     "coll.insert": _F(_list_builder),

@@ -102,6 +102,10 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("RETURN size(split($s, [$n, $n])) AS v", {"s": "a" * 1_000_000, "n": "a" * 600}, "size.iterations"),
     ("CYPHER 25 RETURN string.indexOf($s, $n) AS v", {"s": "a" * 1_000_000, "n": "a" * 1000}, "size.iterations"),
     ("MATCH (n) WHERE n.bio CONTAINS $n RETURN n", {"n": "a" * 1000}, "size.iterations"),
+    ("MATCH (n) RETURN size([i IN range(1, 100000) WHERE n.bio CONTAINS 'x']) AS v", {}, "size.iterations"),
+    ("MATCH (n) RETURN size([i IN range(1, 100000) WHERE i IN n.tags]) AS v", {}, "size.iterations"),
+    ("RETURN btrim($s, $c) AS v", {"s": "a" * 1_000_000, "c": "b" * 999 + "a"}, "size.iterations"),
+    ("RETURN trim(BOTH $c FROM $s) AS v", {"s": "a" * 1_000_000, "c": "b" * 999 + "a"}, "size.iterations"),
     # list comparison walks every nested element ([a] = [b] compared 999,000 elements as one step)
     (
         "WITH range(1, 999000) AS a, range(1, 999000) AS b RETURN size([i IN range(1, $k) WHERE [a] = [b]]) AS v",
