@@ -885,6 +885,9 @@ class _Analysis:
                 # ``CASE x WHEN =~ 'r'``, ``WHEN CONTAINS $n``: the subject is the predicate's left side.
                 if isinstance(condition, ast.PartialPredicate):
                     cost = cost + self.partial_predicate(condition, env, subject)[1]
+                elif node.subject is not None:  # ``CASE x WHEN v``: x = v
+                    value, c = self.expr(condition, env)
+                    cost = cost + c + self.predicate_cost(condition, "=", subject, value, condition)
                 else:
                     cost = cost + self.expr(condition, env)[1]
             result, c = self.expr(when.result, env)

@@ -106,6 +106,11 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("MATCH (n) RETURN size([i IN range(1, 100000) WHERE i IN n.tags]) AS v", {}, "size.iterations"),
     ("RETURN btrim($s, $c) AS v", {"s": "a" * 1_000_000, "c": "b" * 999 + "a"}, "size.iterations"),
     ("RETURN trim(BOTH $c FROM $s) AS v", {"s": "a" * 1_000_000, "c": "b" * 999 + "a"}, "size.iterations"),
+    (
+        "WITH range(1, 999000) AS a RETURN size([i IN range(1, 100) WHERE CASE [a] WHEN [a] THEN true END]) AS v",
+        {},
+        "size.iterations",
+    ),
     # list comparison walks every nested element ([a] = [b] compared 999,000 elements as one step)
     (
         "WITH range(1, 999000) AS a, range(1, 999000) AS b RETURN size([i IN range(1, $k) WHERE [a] = [b]]) AS v",
