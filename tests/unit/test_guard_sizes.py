@@ -209,7 +209,7 @@ ALLOWED: list[tuple[str, dict[str, Any]]] = [
     ("CYPHER 25 RETURN string.join([x IN range(1, 100) | toString(x)], ', ') AS v", {}),
     ("CYPHER 25 MATCH (n) RETURN coll.sort(n.tags), coll.distinct(n.tags), string.indexOf(n.name, 'a') AS v", {}),
     ("CYPHER 25 RETURN string.regexReplace($s, '[0-9]+', '#') AS v", {"s": "a1b22c333"}),
-    ("MATCH (n) WHERE " + " OR ".join(f"n.x = {i}" for i in range(32)) + " RETURN n", {}),
+    ("MATCH (n) WHERE " + " OR ".join(f"n.x = {i}" for i in range(64)) + " RETURN n", {}),
 ]
 
 

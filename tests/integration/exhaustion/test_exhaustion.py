@@ -122,7 +122,7 @@ RUNS_WITH_PARAMS: list[tuple[str, str, dict[str, Any]]] = [
      "RETURN [a] = [b] AS v", {}),
     ("reduce: concatenation at the copy limit", "RETURN size(reduce(s = '', x IN range(1, 700) | s + $c)) AS v",
      {"c": "x" * 999}),
-    ("chain: 32 OR operands", "MATCH (n:{L}) WHERE " + " OR ".join(f"n.i = {i}" for i in range(32))
+    ("chain: 64 OR operands", "MATCH (n:{L}) WHERE " + " OR ".join(f"n.i = {i}" for i in range(64))
      + " RETURN count(n) AS c", {}),
 ]  # fmt: skip
 
