@@ -98,6 +98,12 @@ FUNCTION_DENIED = Rule(
     "Functions matching the tool's deny-list (file, URL, dynamic Cypher, writes) are refused.",
     "guard",
 )
+FUNCTION_UNREVIEWED = Rule(
+    "function.unreviewed",
+    "Only functions with a reviewed cost model (gateway.guard.sizes.FUNCTIONS) may be called; any other, a new "
+    "Neo4j release's or a plugin's, is refused until it is reviewed.",
+    "guard",
+)
 PARAM_RESERVED = Rule(
     "param.reserved", "Reserved parameter keys can be neither supplied nor referenced by the caller.", "guard"
 )
@@ -130,8 +136,10 @@ SIZE_RANGE = Rule(
 SIZE_ITERATIONS = Rule(
     "size.iterations",
     "One evaluation of an expression iterates at most limits.max_iterations times (comprehensions, reduce, "
-    "quantifiers and IN, multiplied along their nesting), at most limits.max_data_factor times per element of a "
-    "data-sized list, and never a data-sized list inside an iteration over another.",
+    "quantifiers, IN, list comparisons element by element, string search at len(text) x len(needle) and "
+    "string comparison, 64 characters to a step; multiplied along their nesting), at most "
+    "limits.max_data_factor times per element of a data-sized list, and never a data-sized list inside an "
+    "iteration over another.",
     "guard",
 )
 SIZE_ELEMENTS = Rule(
@@ -144,19 +152,27 @@ SIZE_ELEMENTS = Rule(
 )
 SIZE_STRING = Rule(
     "size.string",
-    "Strings built by an expression (concatenation, replace(), reduce) hold at most limits.max_string_chars "
-    "characters, at most limits.max_data_chars per element of a data-sized list.",
+    "Strings built by an expression (concatenation, replace(), string.join(), reduce) hold at most "
+    "limits.max_string_chars characters, at most limits.max_data_chars per element of a data-sized list.",
+    "guard",
+)
+SIZE_OPERANDS = Rule(
+    "size.operands",
+    "One chain of AND / OR / XOR (brackets and NOT included) holds at most limits.max_boolean_operands operands: "
+    "Neo4j analyses and rewrites it before its timeout applies.",
     "guard",
 )
 SIZE_ACCUMULATOR = Rule(
     "size.accumulator",
-    "A reduce() whose accumulator grows at every step runs at most limits.max_accumulator_iterations steps and "
-    "never over a data-sized list built by the query; one that doubles its accumulator is refused.",
+    "A reduce() whose accumulator grows at every step runs at most limits.max_accumulator_iterations steps, copies "
+    "its accumulator at most limits.max_iterations steps' worth in all (steps x final size), and never over a "
+    "data-sized list built by the query; one that doubles its accumulator is refused.",
     "guard",
 )
 REGEX_BACKTRACKING = Rule(
     "regex.backtracking",
-    "A regular expression must be known before the query runs (a literal or parameter), with no repeated group "
+    "A regular expression, wherever it stands (=~, an extended CASE's WHEN =~, string.regexReplace()), must be "
+    "known before the query runs (a literal or parameter, never a value read from the data), with no repeated group "
     "that itself repeats or alternates and no back-reference, and at most limits.max_iterations backtracking "
     "steps over its subject.",
     "guard",
@@ -214,6 +230,7 @@ CATALOGUE: tuple[Rule, ...] = (
     CLAUSE_NOT_ALLOWED,
     PROCEDURE_NOT_ALLOWED,
     FUNCTION_DENIED,
+    FUNCTION_UNREVIEWED,
     PARAM_RESERVED,
     PARAM_REQUIRED,
     LABEL_DENIED,
@@ -224,6 +241,7 @@ CATALOGUE: tuple[Rule, ...] = (
     SIZE_ITERATIONS,
     SIZE_ELEMENTS,
     SIZE_STRING,
+    SIZE_OPERANDS,
     SIZE_ACCUMULATOR,
     REGEX_BACKTRACKING,
     SCOPE_UNSUPPORTED,

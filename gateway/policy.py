@@ -73,6 +73,8 @@ class Limits(_Strict):
     max_accumulator_iterations: Annotated[int, Field(gt=0)] = 10_000
     max_data_factor: Annotated[int, Field(ge=1)] = 4
     max_data_chars: Annotated[int, Field(ge=1)] = 256
+    # Operands of one AND / OR / XOR chain: Neo4j's semantic analysis of it runs before its timeout.
+    max_boolean_operands: Annotated[int, Field(ge=2)] = 64
 
 
 class ToolPolicy(_Strict):

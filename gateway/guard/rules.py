@@ -274,6 +274,7 @@ RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.CLAUSE_NOT_ALLOWED, _clauses),
     GuardRule(catalogue.PROCEDURE_NOT_ALLOWED, _procedures),
     GuardRule(catalogue.FUNCTION_DENIED, _functions),
+    GuardRule(catalogue.FUNCTION_UNREVIEWED, _size(catalogue.FUNCTION_UNREVIEWED)),
     GuardRule(catalogue.PARAM_RESERVED, _reserved),
     GuardRule(catalogue.PARAM_REQUIRED, _required),
     GuardRule(catalogue.LABEL_DENIED, _labels),
@@ -284,6 +285,7 @@ RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.SIZE_ITERATIONS, _size(catalogue.SIZE_ITERATIONS)),
     GuardRule(catalogue.SIZE_ELEMENTS, _size(catalogue.SIZE_ELEMENTS)),
     GuardRule(catalogue.SIZE_STRING, _size(catalogue.SIZE_STRING)),
+    GuardRule(catalogue.SIZE_OPERANDS, _size(catalogue.SIZE_OPERANDS)),
     GuardRule(catalogue.SIZE_ACCUMULATOR, _size(catalogue.SIZE_ACCUMULATOR)),
     GuardRule(catalogue.REGEX_BACKTRACKING, _size(catalogue.REGEX_BACKTRACKING)),
 )

@@ -75,6 +75,11 @@ MAX_REDUCE_DEPTH = 4
 # Exact strings longer than this are only measured, not kept (a replace() search string is short).
 _EXACT_STRING_LIMIT = 1_000
 _INT64 = 2**63
+# Characters compared or copied per iteration step. Measured on Neo4j 5.26 (two busy cores): one
+# step of a comprehension ~60 ns, a character of String search (CONTAINS, replace(), split()) ~0.14 ns,
+# of a string copy ~0.19 ns: 300-450 characters per step. 64 keeps a safety factor of five.
+CHARS_PER_STEP = 64
+_BOOLEAN_OPS = ("AND", "OR", "XOR")
 
 Env = dict[str, Shape]
 
@@ -146,6 +151,7 @@ class _Analysis:
         self.reduce_depth = 0
         self.seen: set[int] = set()
         self._param_shapes: dict[str, Shape] = {}
+        self.chains: set[int] = set()  # boolean operators already counted in a longer chain
 
     # --- objections ------------------------------------------------------------------------------
 
@@ -554,6 +560,19 @@ class _Analysis:
                 catalogue.SIZE_ACCUMULATOR, trip, self.limits.max_accumulator_iterations,
                 f"{self.text(node)!r} copies a growing accumulator at every step; its number of steps",
             )  # fmt: skip
+            # Each step copies the accumulator (a string's characters, a list's references): the copies
+            # add up to the steps times the final size, whatever the size limits allow of each.
+            copied = {"string": _chars_as_steps(finals["chars"]), "list": finals["length"]}.get(
+                acc.kind, finals["length"] + _chars_as_steps(finals["chars"])
+            )
+            if source.reads is not None:  # a stored list and its own values: what the database holds, once
+                copied = copied.at_unit_data()
+            copies = trip * copied
+            self.limit(
+                catalogue.SIZE_ACCUMULATOR, copies, self.limits.max_iterations,
+                f"{self.text(node)!r} copies its accumulator at every step; the copies add up to a number of steps "
+                "that",
+            )  # fmt: skip
         self.check_cost(node, cost)
         self.check_value(node, shape)
         return shape, cost
@@ -701,6 +720,14 @@ class _Analysis:
         return subject.with_(exact=None), cost
 
     def binary(self, node: ast.BinaryOp, env: Env) -> tuple[Shape, Cost]:
+        if node.op in _BOOLEAN_OPS and id(node) not in self.chains:
+            operands = self.boolean_operands(node)
+            if operands > self.limits.max_boolean_operands:
+                self.object(
+                    catalogue.SIZE_OPERANDS,
+                    f"one chain of AND / OR / XOR holds {operands:,} operands; the limit is "
+                    f"{self.limits.max_boolean_operands:,} (limits.max_boolean_operands)",
+                )
         # Iterative over nested operators: a flat chain of 2,000 ORs is as deep as the tree gets
         # without brackets, far past Python's recursion limit.
         done: dict[int, tuple[Shape, Cost]] = {}
@@ -737,14 +764,46 @@ class _Analysis:
             return out, cost
         if op in ("-", "*", "/", "%", "^"):
             return _arithmetic(op, left, right), cost
-        if op == "IN":
-            return BOOLEAN, cost + Cost(right.length, right.reads)
-        if op in ("=", "<>", "<", ">", "<=", ">="):
-            compared = _compared_length(left).join(_compared_length(right))
-            return BOOLEAN, cost + Cost(compared, union(left.reads, right.reads))
-        if op == "=~":
-            return BOOLEAN, cost + self.regex(node, left, right, node.right)
+        if op in _PREDICATE_OPS:
+            return BOOLEAN, cost + self.predicate_cost(node, op, left, right, node.right)
         return BOOLEAN, cost
+
+    def predicate_cost(self, node: ast.Node, op: str, left: Shape, right: Shape, right_node: ast.Expr) -> Cost:
+        """What one comparison, search or match of ``left`` with ``right`` walks (``=~``: its backtracking)."""
+        reads = union(left.reads, right.reads)
+        if op == "IN":
+            # One comparison per element, each at most as long as that element: the list's whole content.
+            # A stored list's length is walked in full even though one value read from it is paid.
+            return Cost(right.length.join(_compared(right)), right.reads)
+        if op in ("=", "<>", "<", ">", "<=", ">="):
+            # Equality and order stop at the shorter side; lists compare element by element, nested ones too.
+            return Cost(_smaller(_compared(left), _compared(right)), reads)
+        if op in ("STARTS_WITH", "ENDS_WITH"):
+            return Cost(_chars_as_steps(_smaller(left.chars, right.chars)), reads)
+        if op == "CONTAINS":
+            return Cost(_search(left, right), reads)
+        return self.regex(node, left, right, right_node)
+
+    def boolean_operands(self, node: ast.BinaryOp) -> int:
+        """The operands of the chain of AND / OR / XOR / NOT (through brackets) ``node`` heads.
+
+        Neo4j's semantic analysis and its rewrite of predicates take time that grows with them
+        (1,900 ORs: 2.7 s), before its transaction timeout applies.
+        """
+        count = 0
+        stack: list[ast.Expr] = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, ast.Paren):
+                stack.append(current.expression)
+            elif isinstance(current, ast.UnaryOp) and current.op == "NOT":
+                stack.append(current.operand)
+            elif isinstance(current, ast.BinaryOp) and current.op in _BOOLEAN_OPS:
+                self.chains.add(id(current))
+                stack.extend((current.left, current.right))
+            else:
+                count += 1
+        return count
 
     def regex(self, node: ast.Node, subject: Shape, pattern: Shape, pattern_node: ast.Expr) -> Cost:
         """The backtracking cost of matching ``subject`` against ``pattern`` (refused when unbounded)."""
@@ -789,12 +848,17 @@ class _Analysis:
         return NUMBER.with_(exact=operand.exact if isinstance(operand.exact, int | float) else None,
                             magnitude=operand.int_bound()), cost  # fmt: skip
 
-    def partial_predicate(self, node: ast.PartialPredicate, env: Env) -> tuple[Shape, Cost]:
+    def partial_predicate(self, node: ast.PartialPredicate, env: Env, subject: Shape = STORED) -> tuple[Shape, Cost]:
+        """One operand of an extended CASE, with ``subject`` (the CASE's) as its left side."""
+        self.seen.add(id(node))
         if node.labels is not None:
             self.seen.update(id(n) for n in node.labels.walk())
         if node.right is None:
             return BOOLEAN, FREE
-        _, cost = self.expr(node.right, env)
+        right, cost = self.expr(node.right, env)
+        op = " ".join(node.op.split()).replace(" ", "_")
+        if op in _PREDICATE_OPS:
+            cost = cost + self.predicate_cost(node, op, subject, right, node.right)
         return BOOLEAN, cost
 
     def keyword(self, node: ast.Keyword, env: Env) -> tuple[Shape, Cost]:
@@ -811,13 +875,22 @@ class _Analysis:
 
     def case(self, node: ast.Case, env: Env) -> tuple[Shape, Cost]:
         cost = FREE
+        subject = NULL
         if node.subject is not None:
-            _, cost = self.expr(node.subject, env)
+            subject, cost = self.expr(node.subject, env)
         out: Shape | None = None
         for when in node.whens:
             self.seen.add(id(when))
-            shapes, c = self.exprs([*when.conditions, when.result], env)
-            result = shapes[-1]
+            for condition in when.conditions:
+                # ``CASE x WHEN =~ 'r'``, ``WHEN CONTAINS $n``: the subject is the predicate's left side.
+                if isinstance(condition, ast.PartialPredicate):
+                    cost = cost + self.partial_predicate(condition, env, subject)[1]
+                elif node.subject is not None:  # ``CASE x WHEN v``: x = v
+                    value, c = self.expr(condition, env)
+                    cost = cost + c + self.predicate_cost(condition, "=", subject, value, condition)
+                else:
+                    cost = cost + self.expr(condition, env)[1]
+            result, c = self.expr(when.result, env)
             cost = cost + c
             out = result if out is None else join(out, result)
         if node.default is not None:
@@ -829,16 +902,20 @@ class _Analysis:
     def function(self, node: ast.FunctionCall, env: Env) -> tuple[Shape, Cost]:
         args, cost = self.exprs(node.args, env)
         name = node.name.lower()
-        handler = _FUNCTIONS.get(name)
-        if handler is None:
-            out, steps = _unknown_function(args)
-        else:
-            out, steps = handler(self, node, args)
-        if name in _REGEX_ARGUMENT and len(args) > _REGEX_ARGUMENT[name]:
-            position = _REGEX_ARGUMENT[name]
-            cost = cost + self.regex(node, args[0], args[position], node.args[position])
-        if out.kind in ("list", "string", "map", "any") and name not in _PASS_THROUGH:
-            self.check_value(node, out, tracked=name == "collect")
+        model = FUNCTIONS.get(name)
+        if model is None:
+            # Fail closed: a function nobody reviewed (a new Neo4j release's, a plugin's) may search,
+            # match or build anything; guessing its cost from its arguments let one build 4e8 characters.
+            self.object(
+                catalogue.FUNCTION_UNREVIEWED,
+                f"{node.name}() has no reviewed cost model in the guard; it is refused until it is reviewed",
+            )
+            return STORED, cost
+        out, steps = model.handler(self, node, args)
+        if model.regex is not None and len(args) > model.regex:
+            cost = cost + self.regex(node, args[0], args[model.regex], node.args[model.regex])
+        if out.kind in ("list", "string", "map", "any") and not model.pass_through:
+            self.check_value(node, out, tracked=name in _TRACKED)
         return out, cost + Cost(steps, union(*(a.reads for a in args)))
 
     # range() is the one builder whose size comes from integer arguments.
@@ -870,6 +947,8 @@ class _Analysis:
         item_bound = (start.int_bound() or ZERO).join(end.int_bound() or ZERO)
         return _list_of(NUMBER.with_(magnitude=item_bound), length, reads=reads), ZERO
 
+
+_PREDICATE_OPS = frozenset({"IN", "=", "<>", "<", ">", "<=", ">=", "STARTS_WITH", "ENDS_WITH", "CONTAINS", "=~"})
 
 _Handler = Callable[["_Analysis", Any, Env], tuple[Shape, Cost]]
 _EXPRESSIONS: dict[type[ast.Node], _Handler] = {
@@ -930,12 +1009,44 @@ def _as_element(shape: Shape) -> Bound:
     return shape.elements + CONTAINER if shape.kind in ("list", "map") else shape.elements
 
 
-def _compared_length(shape: Shape) -> Bound:
-    """What comparing ``shape`` walks: a list the query built (collected ones included) in full; a
-    value read from one element (a property, possibly a stored list) as one step, since its size is
-    what the store holds for that element, paid for by reading it — else ``n.a = 1 OR n.b = 2 OR …``
-    would count every comparison as a walk over data-sized lists."""
-    return shape.length if shape.kind == "list" else shape.length.at_unit_data()
+def _compared(shape: Shape) -> Bound:
+    """What comparing ``shape`` walks: a list the query built (collected ones included) in full, every
+    nested element and character of it (``[a] = [b]`` compares all of ``a``); a value read from one
+    element (a property, possibly a stored list) once, since its size is what the store holds for that
+    element, paid for by reading it — else ``n.a = 1 OR n.b = 2 OR …`` would count every comparison as
+    a walk over data-sized lists."""
+    walked = shape.elements + _chars_as_steps(shape.chars)
+    return walked if shape.kind == "list" else walked.at_unit_data()
+
+
+def _chars_as_steps(chars: Bound) -> Bound:
+    """Characters compared or copied, in iteration steps (``CHARS_PER_STEP`` to a step).
+
+    A size known before the query runs is rounded down: the step that makes the comparison or the
+    copy is counted where it is made and pays for its first ``CHARS_PER_STEP`` characters. A size
+    the data or an accumulator decides is rounded up, so a loop around it still multiplies it
+    (``[i IN range(1, 100000) WHERE n.bio CONTAINS 'x']`` searches the stored text 100,000 times).
+    """
+    return Bound({e: (-(-c // CHARS_PER_STEP) if e else c // CHARS_PER_STEP) for e, c in chars.terms.items()})
+
+
+def _search(text: Shape, needle: Shape) -> Bound:
+    """Searching ``text`` for ``needle`` (CONTAINS, replace(), split(), indexOf): Java's String search is
+    naive, up to len(text) * len(needle) character comparisons, and reaches no safepoint while it runs
+    (a long one stops every thread of the JVM)."""
+    return _chars_as_steps(text.chars * needle.chars)
+
+
+def _smaller(a: Bound, b: Bound) -> Bound:
+    """An upper bound of min(a, b): the one known before the query runs, else the smaller, else both."""
+    a_static, b_static = set(a.terms) <= {()}, set(b.terms) <= {()}
+    if a_static and b_static:
+        return a if a.static <= b.static else b
+    if a_static:
+        return a
+    if b_static:
+        return b
+    return a.join(b)
 
 
 def _read(subject: Shape) -> Shape:
@@ -1120,7 +1231,7 @@ def _limit_of(body: ast.QueryBody | None, analysis: _Analysis) -> int | None:
 
 # --- functions -------------------------------------------------------------------------------------
 
-_FunctionHandler = Callable[[_Analysis, ast.FunctionCall, list[Shape]], tuple[Shape, Bound]]
+_FunctionHandler = Callable[["_Analysis", ast.FunctionCall, list[Shape]], tuple[Shape, Bound]]
 
 
 def _arg(args: list[Shape], i: int) -> Shape:
@@ -1216,10 +1327,86 @@ def _path_list(relationships: bool) -> _FunctionHandler:
 
 
 def _split(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
-    text = _arg(args, 0)
+    # The delimiters (one string or a list of them) are each searched for in the text.
+    text, delimiters = _arg(args, 0), _arg(args, 1)
     pieces = text.chars + ONE
     piece = Shape("string", chars=text.chars, reads=text.reads)
-    return Shape("list", length=pieces, elements=pieces, chars=text.chars, item=piece, reads=text.reads), ZERO
+    out = Shape("list", length=pieces, elements=pieces, chars=text.chars, item=piece, reads=text.reads)
+    return out, _search(text, delimiters) + delimiters.length
+
+
+def _index_of(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """string.indexOf(s, v): a search; coll.indexOf(l, v): one comparison per element."""
+    subject, value = _arg(args, 0), _arg(args, 1)
+    if subject.kind == "list" or node.name.lower().startswith("coll."):
+        return NUMBER, subject.length + _compared(subject)
+    return NUMBER, _search(subject, value)
+
+
+def _string_join(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """string.join(list, separator): every string once, the separator between each two."""
+    strings, separator = _arg(args, 0), _arg(args, 1)
+    chars = strings.chars + strings.length * separator.chars
+    return Shape("string", chars=chars, reads=union(strings.reads, separator.reads)), strings.length
+
+
+def _regex_replace(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """string.regexReplace(s, regex, replacement): a pattern that matches the empty string inserts the
+    replacement at every position (its matching cost is the regex's, checked by the caller)."""
+    text, replacement = _arg(args, 0), _arg(args, 2)
+    chars = text.chars + (text.chars + ONE) * replacement.chars
+    return Shape("string", chars=chars, reads=union(text.reads, replacement.reads)), ZERO
+
+
+def _list_builder(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """coll.distinct/flatten/insert/remove/sort: at most the list's elements (plus one inserted value),
+    one pass of comparisons over them (sorting: a comparison per element per halving of the list)."""
+    subject = _arg(args, 0)
+    inserted = _arg(args, 2) if node.name.lower() == "coll.insert" else NULL
+    length = subject.length + (ONE if inserted.kind != "null" else ZERO)
+    # coll.flatten lifts nested elements to the top: the flattened count bounds its length.
+    if node.name.lower() == "coll.flatten":
+        length = subject.elements
+    item = None if node.name.lower() == "coll.flatten" else subject.item
+    out = Shape("list", length=length, elements=subject.elements + inserted.elements,
+                chars=subject.chars + inserted.chars, item=item,
+                reads=union(subject.reads, inserted.reads))  # fmt: skip
+    walk = subject.length + _compared(subject)
+    if node.name.lower() == "coll.sort":
+        # n log n comparisons: the log of the part the query chose (a stored list's own is what the store holds).
+        return out, walk + walk.scale(max(1, subject.length.static.bit_length()))
+    return out, walk
+
+
+def _list_sum(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    return NUMBER, _arg(args, 0).length
+
+
+def _map_merge(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """A map of at most both maps' entries."""
+    first, second = _arg(args, 0), _arg(args, 1)
+    out = Shape("map", length=first.length + second.length, elements=first.elements + second.elements,
+                chars=first.chars + second.chars, item=join(first.element, second.element),
+                reads=union(first.reads, second.reads))  # fmt: skip
+    return out, first.length + second.length
+
+
+def _vector_math(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """vector.similarity.*, vector_distance, vector_norm: one pass over both vectors."""
+    return NUMBER, _arg(args, 0).length + _arg(args, 1).length
+
+
+def _parse_text(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """Temporal, point, uuid and vector constructors: one pass over their text arguments."""
+    return SCALAR, _chars_as_steps(sum((a.chars for a in args), ZERO)) + sum((a.length for a in args), ZERO)
+
+
+def _format(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """format(temporal, pattern): a pattern letter writes at most a field (a month's name, 9 digits)."""
+    pattern = _arg(args, 1)
+    return Shape("string", chars=Bound.of(64) + pattern.chars.scale(16), reads=pattern.reads), _chars_as_steps(
+        pattern.chars
+    )
 
 
 def _string_like(factor: int = 1) -> _FunctionHandler:
@@ -1248,12 +1435,29 @@ def _replace(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> 
     else:
         # An empty search string inserts the replacement before every character and at the end.
         chars = text.chars + (text.chars + ONE) * replacement.chars
-    return Shape("string", chars=chars, reads=union(text.reads, replacement.reads)), ZERO
+    out = Shape("string", chars=chars, reads=union(text.reads, replacement.reads))
+    # Finding the search string in the text is a search; building the result copies it.
+    return out, _search(text, search) + _chars_as_steps(chars)
 
 
 def _substring(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
     text = _arg(args, 0)
     return Shape("string", chars=text.chars, reads=text.reads), ZERO
+
+
+def _trim(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """trim/ltrim/rtrim/btrim: each trimmed character is looked up among the trim characters."""
+    if node.trim_mode is not None:  # trim(BOTH chars FROM s): the text comes last
+        text, chars = _arg(args, len(args) - 1), (_arg(args, 0) if len(args) > 1 else NULL)
+    else:
+        text, chars = _arg(args, 0), _arg(args, 1)
+    return Shape("string", chars=text.chars, reads=text.reads), _search(text, chars)
+
+
+def _extreme(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
+    """coll.max/coll.min: one comparison per element, nested elements walked."""
+    subject = _arg(args, 0)
+    return subject.element, subject.length + _compared(subject)
 
 
 def _coalesce(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
@@ -1269,155 +1473,199 @@ def _list_conversion(analysis: _Analysis, node: ast.FunctionCall, args: list[Sha
     return _list_of(SCALAR.with_(chars=subject.element.chars), length, reads=subject.reads), length
 
 
-def _unknown_function(args: list[Shape]) -> tuple[Shape, Bound]:
-    """A function the size check has no entry for (APOC's, a plugin's): bounded by its arguments.
-
-    The result is at most the sum of its arguments' sizes, times every integer argument
-    (``apoc.coll.fill(x, n)``, ``apoc.text.lpad(s, n)`` build n-sized values); an integer
-    argument the data decides counts as data-sized. Its steps are its list arguments' lengths.
-    """
-    length, elements, chars = ONE, ONE, ZERO
-    times = ONE
-    steps = ZERO
-    reads = union(*(a.reads for a in args))
-    for arg in args:
-        length = length + arg.length
-        elements = elements + arg.elements
-        chars = chars + arg.chars
-        steps = steps + arg.length
-        if arg.kind == "number":
-            bound = arg.int_bound()
-            times = times * (bound.join(ONE) if bound is not None else DATA)
-            if bound is None:
-                reads = None
-    return Shape("any", length=length * times, elements=elements * times, chars=chars * times, item=STORED,
-                 reads=reads), steps  # fmt: skip
-
-
 def _range(analysis: _Analysis, node: ast.FunctionCall, args: list[Shape]) -> tuple[Shape, Bound]:
     if len(args) < 2:
         return NULL, ZERO  # Neo4j refuses the call
     return analysis.range_(node, args)
 
 
-_FUNCTIONS: dict[str, _FunctionHandler] = {
-    "range": _range,
-    "collect": _collect,
-    "size": _size,
-    "length": _size,
-    "char_length": _size,
-    "character_length": _size,
-    "head": _element_of,
-    "last": _element_of,
-    "tail": _same,
-    "reverse": _same,
-    "isempty": _boolean,
-    "exists": _boolean,
-    "coalesce": _coalesce,
-    "keys": _stored_list,
-    "labels": _stored_list,
-    "properties": _stored_list,
-    "nodes": _path_list(relationships=False),
-    "relationships": _path_list(relationships=True),
-    "startnode": _entity,
-    "endnode": _entity,
-    "split": _split,
-    "replace": _replace,
-    "substring": _substring,
-    "left": _substring,
-    "right": _substring,
-    "trim": _substring,
-    "ltrim": _substring,
-    "rtrim": _substring,
-    "btrim": _substring,
-    "toupper": _string_like(),
-    "tolower": _string_like(),
-    "upper": _string_like(),
-    "lower": _string_like(),
+@dataclass(frozen=True)
+class FunctionModel:
+    """A reviewed function's cost model: its handler gives the result's shape and the steps one call
+    takes; ``regex`` is the position of an argument read as a regular expression (checked like
+    ``=~``); ``pass_through``: its result is a value the query already holds (nothing new is built)."""
+
+    handler: _FunctionHandler
+    regex: int | None = None
+    pass_through: bool = False
+
+
+_F = FunctionModel
+
+# Every function the guard lets a query call, each with its reviewed cost model; any other name is
+# refused (function.unreviewed). Names are lower case (Neo4j resolves built-ins case-insensitively).
+# Compared against SHOW FUNCTIONS of Neo4j 5.26 and 2026.x (Cypher 5 and 25): every built-in is here
+# except file() and linenumber() (LOAD CSV only, denied) and graph.byName()/graph.byElementId() (USE).
+# APOC and other plugins' functions are refused until someone reviews each.
+FUNCTIONS: dict[str, FunctionModel] = {
+    "range": _F(_range),
+    "collect": _F(_collect),
+    "size": _F(_size),
+    "length": _F(_size),
+    "char_length": _F(_size),
+    "character_length": _F(_size),
+    "head": _F(_element_of, pass_through=True),
+    "last": _F(_element_of, pass_through=True),
+    "tail": _F(_same, pass_through=True),
+    "reverse": _F(_same),
+    "isempty": _F(_boolean),
+    "exists": _F(_boolean),
+    "coalesce": _F(_coalesce, pass_through=True),
+    "keys": _F(_stored_list, pass_through=True),
+    "labels": _F(_stored_list, pass_through=True),
+    "properties": _F(_stored_list, pass_through=True),
+    "nodes": _F(_path_list(relationships=False)),
+    "relationships": _F(_path_list(relationships=True)),
+    "startnode": _F(_entity),
+    "endnode": _F(_entity),
+    "split": _F(_split),
+    "replace": _F(_replace),
+    "substring": _F(_substring),
+    "left": _F(_substring),
+    "right": _F(_substring),
+    "trim": _F(_trim),
+    "ltrim": _F(_trim),
+    "rtrim": _F(_trim),
+    "btrim": _F(_trim),
+    "toupper": _F(_string_like()),
+    "tolower": _F(_string_like()),
+    "upper": _F(_string_like()),
+    "lower": _F(_string_like()),
     # Unicode normalisation can expand a character into several (NFKD: up to 18).
-    "normalize": _string_like(18),
-    "tostring": _to_string,
-    "tostringornull": _to_string,
-    "tointeger": _to_integer,
-    "tointegerornull": _to_integer,
-    "tofloat": _number_of,
-    "tofloatornull": _number_of,
-    "toboolean": _boolean,
-    "tobooleanornull": _boolean,
-    "tostringlist": _list_conversion,
-    "tointegerlist": _list_conversion,
-    "tofloatlist": _list_conversion,
-    "tobooleanlist": _list_conversion,
-    "abs": _abs,
-    "count": _number_of,
-    "sum": _number_of,
-    "avg": _number_of,
-    "stdev": _number_of,
-    "stdevp": _number_of,
-    "percentilecont": _number_of,
-    "percentiledisc": _element_of,
-    "min": _same,
-    "max": _same,
-    "id": _number_of,
-    "elementid": _scalar,
-    "type": _scalar,
-    "valuetype": _scalar,
-    "timestamp": _number_of,
-    "rand": _number_of,
-    "randomuuid": _scalar,
-    "ceil": _number_of,
-    "floor": _number_of,
-    "round": _number_of,
-    "sign": _number_of,
-    "sqrt": _number_of,
-    "exp": _number_of,
-    "log": _number_of,
-    "log10": _number_of,
-    "e": _number_of,
-    "pi": _number_of,
-    "sin": _number_of,
-    "cos": _number_of,
-    "tan": _number_of,
-    "cot": _number_of,
-    "asin": _number_of,
-    "acos": _number_of,
-    "atan": _number_of,
-    "atan2": _number_of,
-    "haversin": _number_of,
-    "degrees": _number_of,
-    "radians": _number_of,
-    "isnan": _boolean,
-    "point": _scalar,
-    "point.distance": _number_of,
-    "point.withinbbox": _boolean,
-    "distance": _number_of,
-    "date": _scalar,
-    "datetime": _scalar,
-    "localdatetime": _scalar,
-    "localtime": _scalar,
-    "time": _scalar,
-    "duration": _scalar,
-    "duration.between": _scalar,
-    "duration.inmonths": _scalar,
-    "duration.indays": _scalar,
-    "duration.inseconds": _scalar,
-    "date.truncate": _scalar,
-    "datetime.truncate": _scalar,
-    "date.statement": _scalar,
-    "date.transaction": _scalar,
-    "date.realtime": _scalar,
-    "datetime.fromepoch": _scalar,
-    "datetime.fromepochmillis": _scalar,
-    "nullif": _same,
+    "normalize": _F(_string_like(18)),
+    "tostring": _F(_to_string),
+    "tostringornull": _F(_to_string),
+    "tointeger": _F(_to_integer),
+    "tointegerornull": _F(_to_integer),
+    "tofloat": _F(_number_of),
+    "tofloatornull": _F(_number_of),
+    "toboolean": _F(_boolean),
+    "tobooleanornull": _F(_boolean),
+    "tostringlist": _F(_list_conversion),
+    "tointegerlist": _F(_list_conversion),
+    "tofloatlist": _F(_list_conversion),
+    "tobooleanlist": _F(_list_conversion),
+    "abs": _F(_abs),
+    "count": _F(_number_of),
+    "sum": _F(_number_of),
+    "avg": _F(_number_of),
+    "stdev": _F(_number_of),
+    "stdevp": _F(_number_of),
+    "percentilecont": _F(_number_of),
+    "percentiledisc": _F(_element_of, pass_through=True),
+    "min": _F(_same, pass_through=True),
+    "max": _F(_same, pass_through=True),
+    "id": _F(_number_of),
+    "elementid": _F(_scalar),
+    "type": _F(_scalar),
+    "valuetype": _F(_scalar),
+    "timestamp": _F(_number_of),
+    "rand": _F(_number_of),
+    "randomuuid": _F(_scalar),
+    "ceil": _F(_number_of),
+    "floor": _F(_number_of),
+    "round": _F(_number_of),
+    "sign": _F(_number_of),
+    "sqrt": _F(_number_of),
+    "exp": _F(_number_of),
+    "log": _F(_number_of),
+    "log10": _F(_number_of),
+    "e": _F(_number_of),
+    "pi": _F(_number_of),
+    "sin": _F(_number_of),
+    "cos": _F(_number_of),
+    "tan": _F(_number_of),
+    "cot": _F(_number_of),
+    "asin": _F(_number_of),
+    "acos": _F(_number_of),
+    "atan": _F(_number_of),
+    "atan2": _F(_number_of),
+    "haversin": _F(_number_of),
+    "degrees": _F(_number_of),
+    "radians": _F(_number_of),
+    "isnan": _F(_boolean),
+    "point": _F(_parse_text),
+    "point.distance": _F(_number_of),
+    "point.withinbbox": _F(_boolean),
+    "distance": _F(_number_of),
+    "date": _F(_parse_text),
+    "datetime": _F(_parse_text),
+    "localdatetime": _F(_parse_text),
+    "localtime": _F(_parse_text),
+    "time": _F(_parse_text),
+    "duration": _F(_parse_text),
+    "duration.between": _F(_scalar),
+    "duration.inmonths": _F(_scalar),
+    "duration.indays": _F(_scalar),
+    "duration.inseconds": _F(_scalar),
+    "date.truncate": _F(_scalar),
+    "datetime.truncate": _F(_scalar),
+    "date.statement": _F(_scalar),
+    "date.transaction": _F(_scalar),
+    "date.realtime": _F(_scalar),
+    "datetime.fromepoch": _F(_scalar),
+    "datetime.fromepochmillis": _F(_scalar),
+    "nullif": _F(_same, pass_through=True),
+    # Cypher 25 (Neo4j 2026.x) and spellings 5.26 lacks
+    "stdev_pop": _F(_number_of),
+    "stdev_samp": _F(_number_of),
+    "percentile_cont": _F(_number_of),
+    "percentile_disc": _F(_element_of, pass_through=True),
+    "collect_list": _F(_collect),
+    "cardinality": _F(_size),
+    "path_length": _F(_size),
+    "ceiling": _F(_number_of),
+    "ln": _F(_number_of),
+    "sinh": _F(_number_of),
+    "cosh": _F(_number_of),
+    "tanh": _F(_number_of),
+    "coth": _F(_number_of),
+    "property_exists": _F(_boolean),
+    "local_datetime": _F(_parse_text),
+    "local_time": _F(_parse_text),
+    "zoned_datetime": _F(_parse_text),
+    "zoned_time": _F(_parse_text),
+    "duration_between": _F(_scalar),
+    "datetime.realtime": _F(_scalar),
+    "datetime.statement": _F(_scalar),
+    "datetime.transaction": _F(_scalar),
+    "localdatetime.realtime": _F(_scalar),
+    "localdatetime.statement": _F(_scalar),
+    "localdatetime.transaction": _F(_scalar),
+    "localdatetime.truncate": _F(_scalar),
+    "localtime.realtime": _F(_scalar),
+    "localtime.statement": _F(_scalar),
+    "localtime.transaction": _F(_scalar),
+    "localtime.truncate": _F(_scalar),
+    "time.realtime": _F(_scalar),
+    "time.statement": _F(_scalar),
+    "time.transaction": _F(_scalar),
+    "time.truncate": _F(_scalar),
+    "format": _F(_format),
+    "uuid": _F(_parse_text),
+    "uuid.leastsignificantbits": _F(_number_of),
+    "uuid.mostsignificantbits": _F(_number_of),
+    "string.indexof": _F(_index_of),
+    "string.join": _F(_string_join),
+    "string.regexreplace": _F(_regex_replace, regex=1),
+    "coll.indexof": _F(_index_of),
+    "coll.max": _F(_extreme, pass_through=True),
+    "coll.min": _F(_extreme, pass_through=True),
+    "coll.distinct": _F(_list_builder),
+    "coll.flatten": _F(_list_builder),
+    "coll.insert": _F(_list_builder),
+    "coll.remove": _F(_list_builder),
+    "coll.sort": _F(_list_builder),
+    "vector": _F(_parse_text),
+    "vector.similarity.cosine": _F(_vector_math),
+    "vector.similarity.euclidean": _F(_vector_math),
+    "vector_distance": _F(_vector_math),
+    "vector_norm": _F(_vector_math),
+    "vector_dimension_count": _F(_number_of),
+    # APOC, where a policy allows it: only the functions reviewed here (the rest are refused)
+    "apoc.text.join": _F(_string_join),
+    "apoc.coll.sum": _F(_list_sum),
+    "apoc.map.merge": _F(_map_merge),
 }
-# Functions whose result is a value the query already holds: nothing new is built.
-_PASS_THROUGH = frozenset({"head", "last", "tail", "coalesce", "min", "max", "percentiledisc", "nullif", "keys",
-                           "labels", "properties"})  # fmt: skip
-# APOC functions that take a regular expression: the argument position of the pattern.
-_REGEX_ARGUMENT: dict[str, int] = {
-    "apoc.text.regexgroups": 1,
-    "apoc.text.regexgroupsbyname": 1,
-    "apoc.text.regreplace": 1,
-    "apoc.text.replace": 1,
-    "apoc.text.split": 1,
-}
+# Aggregations Neo4j's memory limit sees: per row they may hold max_data_chars elements.
+_TRACKED = frozenset({"collect", "collect_list"})

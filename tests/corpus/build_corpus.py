@@ -943,6 +943,51 @@ refused: list[tuple[str, str, list[str], dict[str, Any]]] = [
     ("MATCH (n) WHERE n.name =~ n.pattern RETURN n", "regex.backtracking", ["redos", "data-pattern"], {}),
     ("MATCH (n) WHERE n.name =~ '.*a.*b.*c' RETURN n", "regex.backtracking", ["redos", "polynomial"], {}),
     ("MATCH (n) WHERE n.name =~ $re RETURN n", "regex.backtracking", ["redos", "parameter"], {"re": "(x|xx)*y"}),
+    # Expression work Neo4j cannot interrupt: searches, comparisons, copies, regex operands anywhere.
+    (
+        "WITH replace($a, 'a', $a) AS s RETURN s CONTAINS $n AS v",
+        "size.iterations",
+        ["string-search", "freeze"],
+        {"a": "a" * 3000, "n": "b" * 20000},
+    ),
+    (
+        "RETURN size([i IN range(1, $k) WHERE [a] = [b]]) AS v".replace("a]", "range(1, 999000)]").replace(
+            "b]", "range(1, 999000)]"
+        ),
+        "size.iterations",
+        ["list-equality"],
+        {"k": 100},
+    ),
+    (
+        "RETURN size(reduce(s = '', x IN range(1, 10000) | s + $c)) AS v",
+        "size.accumulator",
+        ["quadratic-copy", "reduce"],
+        {"c": "x" * 999},
+    ),
+    (
+        "RETURN CASE $s WHEN =~ '((a+)+)+b' THEN 1 ELSE 0 END AS v",
+        "regex.backtracking",
+        ["redos", "extended-case"],
+        {"s": "a" * 40},
+    ),
+    (
+        "MATCH (n) RETURN CASE n.uid WHEN =~ n.s THEN 1 ELSE 0 END AS v",
+        "regex.backtracking",
+        ["redos", "extended-case", "data-pattern"],
+        {},
+    ),
+    (
+        "MATCH (n) RETURN apoc.text.regexGroups(n.name, '(a+)+b') AS v",
+        "function.unreviewed",
+        ["unreviewed-function"],
+        {},
+    ),
+    (
+        "MATCH (n) WHERE " + " OR ".join(f"n.x = {i}" for i in range(150)) + " RETURN n",
+        "size.operands",
+        ["boolean-chain"],
+        {},
+    ),
 ]
 for q, rule, tags, params in refused:
     add(q, "deny", rule, label=X, tags=tags, params=params)
@@ -963,6 +1008,14 @@ allowed: list[tuple[str, list[str], dict[str, Any]]] = [
     ("MATCH (n) RETURN [k IN keys(n) | n[k]] AS v", ["stored-times-stored"], {}),
     # Comparing a stored value is one step, however many comparisons a condition chains.
     ("MATCH (n) WHERE n.a = 1 OR n.b = 2 OR n.c = 3 OR n.d = 4 OR n.e = 5 OR n.f <> 6 RETURN n", ["comparisons"], {}),
+    # Searches with a needle of a few hundred characters, a checked regex in an extended CASE.
+    ("MATCH (n) WHERE n.title CONTAINS $q OR n.name STARTS WITH $q RETURN n", ["string-search"], {"q": "graph" * 20}),
+    (
+        "MATCH (n) RETURN CASE n.id WHEN =~ 'task-[0-9]+' THEN 'task' ELSE 'other' END AS kind",
+        ["extended-case", "regex"],
+        {},
+    ),
+    ("MATCH (n) RETURN [t IN n.tags WHERE t = $tag] = [$tag] AS v", ["list-equality"], {"tag": "a"}),
 ]
 for q, tags, params in allowed:
     add(q, "allow", None, label=R, tags=tags, params=params)

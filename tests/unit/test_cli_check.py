@@ -41,8 +41,8 @@ def test_rejected_query_exit_3_with_rule_and_reason() -> None:
 
 
 def test_what_only_the_scope_rewrite_refuses_is_refused() -> None:
-    # The guard alone would allow an unknown function; the gateway refuses it, and so does the CLI.
-    result = run("check", stdin="MATCH (n) RETURN foo.bar(n) AS x")
+    # The guard alone would allow a variable in the gateway's namespace; the gateway refuses it, and so does the CLI.
+    result = run("check", stdin="MATCH (__gw_n) RETURN count(*) AS x")
     assert result.returncode == 3 and json.loads(result.stdout)["rule"] == "scope.unsupported"
 
 

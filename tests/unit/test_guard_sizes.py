@@ -90,6 +90,66 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("MATCH (n) WHERE n.name =~ $re RETURN n", {"re": "(x|xx)+y"}, "regex.backtracking"),
     ("MATCH (n) WHERE n.name =~ $re RETURN n", {"re": "(?x) a+ # comment"}, "regex.backtracking"),
     ("RETURN $s =~ '.*a.*!' AS v", {"s": "a" * 5000}, "regex.backtracking"),
+    # string search: len(text) x len(needle), no safepoint (a 20,000-character needle froze every Neo4j thread)
+    (
+        "WITH replace($a, 'a', $a) AS s RETURN s CONTAINS $n AS v",
+        {"a": "a" * 3000, "n": "b" * 20000},
+        "size.iterations",
+    ),
+    ("RETURN $s CONTAINS $n AS v", {"s": "a" * 1_000_000, "n": "a" * 1000}, "size.iterations"),
+    ("RETURN replace($s, $n, '') AS v", {"s": "a" * 1_000_000, "n": "a" * 5000}, "size.iterations"),
+    ("RETURN size(split($s, $n)) AS v", {"s": "a" * 1_000_000, "n": "a" * 1000}, "size.iterations"),
+    ("RETURN size(split($s, [$n, $n])) AS v", {"s": "a" * 1_000_000, "n": "a" * 600}, "size.iterations"),
+    ("CYPHER 25 RETURN string.indexOf($s, $n) AS v", {"s": "a" * 1_000_000, "n": "a" * 1000}, "size.iterations"),
+    ("MATCH (n) WHERE n.bio CONTAINS $n RETURN n", {"n": "a" * 1000}, "size.iterations"),
+    ("MATCH (n) RETURN size([i IN range(1, 100000) WHERE n.bio CONTAINS 'x']) AS v", {}, "size.iterations"),
+    ("MATCH (n) RETURN size([i IN range(1, 100000) WHERE i IN n.tags]) AS v", {}, "size.iterations"),
+    ("RETURN btrim($s, $c) AS v", {"s": "a" * 1_000_000, "c": "b" * 999 + "a"}, "size.iterations"),
+    ("RETURN trim(BOTH $c FROM $s) AS v", {"s": "a" * 1_000_000, "c": "b" * 999 + "a"}, "size.iterations"),
+    (
+        "WITH range(1, 999000) AS a RETURN size([i IN range(1, 100) WHERE CASE [a] WHEN [a] THEN true END]) AS v",
+        {},
+        "size.iterations",
+    ),
+    # list comparison walks every nested element ([a] = [b] compared 999,000 elements as one step)
+    (
+        "WITH range(1, 999000) AS a, range(1, 999000) AS b RETURN size([i IN range(1, $k) WHERE [a] = [b]]) AS v",
+        {"k": 100},
+        "size.iterations",
+    ),
+    ("WITH range(1, 999000) AS a RETURN size([i IN range(1, 100) WHERE [[a]] < [[a]]]) AS v", {}, "size.iterations"),
+    ("WITH range(1, 999000) AS a RETURN size([i IN range(1, 100) WHERE [a] IN [[a]]]) AS v", {}, "size.iterations"),
+    (
+        "RETURN size([i IN range(1, 1000) WHERE $s = $t]) AS v",
+        {"s": "a" * 1_000_000, "t": "a" * 1_000_000},
+        "size.iterations",
+    ),
+    # a reduce that concatenates copies its accumulator at every step: 5e10 characters
+    ("RETURN size(reduce(s = '', x IN range(1, 10000) | s + $c)) AS v", {"c": "x" * 999}, "size.accumulator"),
+    ("RETURN size(reduce(s = '', x IN range(1, 5000) | $c + s)) AS v", {"c": "x" * 1999}, "size.accumulator"),
+    ("RETURN size(reduce(l = [], x IN range(1, 10000) | l + [x, x, x])) AS v", {}, "size.accumulator"),
+    # regular expressions in every place one can stand
+    ("RETURN CASE $s WHEN =~ '((a+)+)+b' THEN 1 ELSE 0 END AS v", {"s": "a" * 40}, "regex.backtracking"),
+    ("MATCH (n) RETURN CASE n.uid WHEN =~ n.s THEN 1 ELSE 0 END AS v", {}, "regex.backtracking"),
+    ("MATCH (n) RETURN CASE n.uid WHEN 'a', =~ $re THEN 1 END AS v", {"re": "(a|aa)*b"}, "regex.backtracking"),
+    ("CYPHER 25 RETURN string.regexReplace($s, '((a+)+)+b', 'x') AS v", {"s": "a" * 40}, "regex.backtracking"),
+    ("CYPHER 25 MATCH (n) RETURN string.regexReplace(n.name, n.pattern, 'x') AS v", {}, "regex.backtracking"),
+    # functions without a reviewed cost model are refused, not guessed from their arguments
+    ("MATCH (n) RETURN apoc.text.regexGroups(n.name, 'a') AS v", {}, "function.unreviewed"),
+    ("RETURN my.plugin.explode($s, 1000000) AS v", {"s": "x"}, "function.unreviewed"),
+    ("CYPHER 25 RETURN size(string.join([x IN range(1, 999990) | ''], $sep)) AS v", {"sep": "x" * 400}, "size.string"),
+    (
+        "CYPHER 25 RETURN size(string.regexReplace($s, '', $r)) AS v",
+        {"s": "a" * 10000, "r": "b" * 10000},
+        "size.string",
+    ),
+    # one boolean chain: Neo4j's semantic analysis of 1,900 ORs took 2.7 s before its timeout applied
+    ("MATCH (n) WITH n, n.x = 1 AS a WHERE " + " OR ".join(["a"] * 1900) + " RETURN n", {}, "size.operands"),
+    (
+        "MATCH (n) WHERE " + " AND ".join(f"(n.x={i} OR NOT n.y={i})" for i in range(60)) + " RETURN n",
+        {},
+        "size.operands",
+    ),
 ]
 
 
@@ -138,6 +198,18 @@ ALLOWED: list[tuple[str, dict[str, Any]]] = [
     ("MATCH (n) WHERE n.name =~ $re RETURN n", {"re": "^[a-z]+-[0-9]{4}$"}),
     ("MATCH (n) WHERE n.id =~ 'task-[0-9]{1,6}' RETURN n", {}),
     ("MATCH (n) WHERE n.name =~ $re RETURN n", {}),  # not supplied: Neo4j refuses the query itself
+    # searches and comparisons of ordinary sizes
+    ("MATCH (n) WHERE n.title CONTAINS $q RETURN n", {"q": "graph" * 50}),
+    ("MATCH (n) WHERE n.name STARTS WITH $p OR n.name ENDS WITH $p RETURN n", {"p": "x" * 5000}),
+    ("MATCH (a), (b) WHERE a.name STARTS WITH b.name RETURN a, b", {}),
+    ("RETURN $s CONTAINS $n AS v", {"s": "a" * 100_000, "n": "a" * 1000}),
+    ("RETURN replace(split($s, ',')[0], 'a', 'b') AS v", {"s": "a,b," * 1000}),
+    ("MATCH (n) RETURN CASE n.id WHEN =~ 'task-[0-9]+' THEN 'task' WHEN STARTS WITH 'x' THEN 'x' END AS k", {}),
+    ("WITH range(1, 1000) AS a, range(1, 1000) AS b RETURN a = b AS v", {}),
+    ("CYPHER 25 RETURN string.join([x IN range(1, 100) | toString(x)], ', ') AS v", {}),
+    ("CYPHER 25 MATCH (n) RETURN coll.sort(n.tags), coll.distinct(n.tags), string.indexOf(n.name, 'a') AS v", {}),
+    ("CYPHER 25 RETURN string.regexReplace($s, '[0-9]+', '#') AS v", {"s": "a1b22c333"}),
+    ("MATCH (n) WHERE " + " OR ".join(f"n.x = {i}" for i in range(64)) + " RETURN n", {}),
 ]
 
 
@@ -205,3 +277,29 @@ def test_an_accumulator_is_solved_for_its_final_size() -> None:
         Limits(max_string_chars=10_024),
     )
     assert report.objections == []
+
+
+def test_every_built_in_function_has_a_reviewed_cost_model() -> None:
+    # SHOW FUNCTIONS on Neo4j 5.26 and 2026.x (Cypher 5 and 25), less the four used only by
+    # LOAD CSV (file, linenumber) and USE (graph.byName, graph.byElementId).
+    for name in ("string.join", "string.regexReplace", "string.indexOf", "coll.sort", "vector_distance",
+                 "stdev_pop", "collect_list", "zoned_datetime", "format", "uuid",
+                 "toUpper", "percentileCont"):  # fmt: skip
+        assert name.lower() in sizes.FUNCTIONS, name
+    for name in ("file", "linenumber", "graph.byname", "apoc.text.regexgroups", "apoc.coll.fill"):
+        assert name not in sizes.FUNCTIONS, name
+
+
+def test_a_regex_function_checks_its_pattern_argument() -> None:
+    assert sizes.FUNCTIONS["string.regexreplace"].regex == 1
+
+
+def test_the_boolean_chain_limit_is_the_policys() -> None:
+    cypher = "MATCH (n) WHERE " + " OR ".join(f"n.x = {i}" for i in range(20)) + " RETURN n"
+    assert decide(cypher).allowed
+    tools = {
+        name: tool.model_copy(update={"limits": tool.limits.model_copy(update={"max_boolean_operands": 10})})
+        for name, tool in POLICY.tools.items()
+    }
+    decision = decide(cypher, policy=POLICY.model_copy(update={"tools": tools}))
+    assert decision.rule == "size.operands" and "20 operands; the limit is 10" in (decision.reason or "")

@@ -43,8 +43,9 @@ REFUSED: list[tuple[str, str, str]] = [
     ("string: doubling", "RETURN size(reduce(s = 'x', i IN range(1, 40) | s + s)) AS v", "size.accumulator"),
     ("string: quadratic append", "RETURN size(reduce(s = '', x IN range(1, 1000000) | s + 'abcdefghij')) AS v",
      "size.string"),
+    # Copying 1e9 characters (replace() builds its result) is counted before the string's size.
     ("string: nested replace 1e9 chars",
-     "RETURN size(" + "replace(" * 9 + "'a'" + ", 'a', 'aaaaaaaaaa')" * 9 + ") AS v", "size.string"),
+     "RETURN size(" + "replace(" * 9 + "'a'" + ", 'a', 'aaaaaaaaaa')" * 9 + ") AS v", "size.iterations"),
     ("maps: 1e7 two-entry maps (wedge)", "RETURN size([x IN range(1, 10000000) | {a: x, b: toString(x)}]) AS v",
      "size.range"),
     ("maps: one per collected node", "MATCH (n:{L}) WITH collect(n) AS ns RETURN [x IN ns | {id: x.i}] AS v",
@@ -77,10 +78,59 @@ RUNS: list[tuple[str, str]] = [
 ]  # fmt: skip
 
 
-def _run(gateway: Gateway, cypher: str) -> tuple[str, ToolResult | Exception]:
+# Expression work Neo4j neither interrupts nor tracks, with the parameter sizes that made it last
+# 7-100 s (a 20,000-character CONTAINS needle froze every thread of the JVM for 33-41 s): each
+# family is refused by a size rule, with the sizes the parameters have at check time.
+_NINETEEN_HUNDRED_ORS = (
+    "MATCH (n:{L}) WITH n, n.i = 1 AS a WHERE " + " OR ".join(["a"] * 1900) + " RETURN count(n) AS c"
+)
+REFUSED_WITH_PARAMS: list[tuple[str, str, dict[str, Any], str]] = [
+    ("search: CONTAINS a 20,000-character needle (server freeze)",
+     "WITH replace($a, 'a', $a) AS s RETURN s CONTAINS $n AS v", {"a": "a" * 3000, "n": "b" * 20000},
+     "size.iterations"),
+    ("search: replace() with a 5,000-character search string",
+     "RETURN size(replace($s, $n, '')) AS v", {"s": "a" * 1_000_000, "n": "a" * 4999 + "b"}, "size.iterations"),
+    ("search: split() by a long delimiter", "RETURN size(split($s, $n)) AS v",
+     {"s": "a" * 1_000_000, "n": "a" * 999 + "b"}, "size.iterations"),
+    ("search: a long needle against stored text", "MATCH (n:{L}) WHERE n.name CONTAINS $n RETURN count(n) AS c",
+     {"n": "a" * 5000}, "size.iterations"),
+    ("regex: string.regexReplace nested quantifiers",
+     "CYPHER 25 RETURN string.regexReplace($s, '((a+)+)+b', 'x') AS v", {"s": "a" * 40}, "regex.backtracking"),
+    ("regex: extended CASE WHEN =~", "RETURN CASE $s WHEN =~ '((a+)+)+b' THEN 1 ELSE 0 END AS v", {"s": "a" * 40},
+     "regex.backtracking"),
+    ("regex: read from the data in a CASE", "MATCH (n:{L}) RETURN CASE n.name WHEN =~ n.pattern THEN 1 ELSE 0 END AS v",
+     {}, "regex.backtracking"),
+    ("compare: list equality of 999,000 elements per step",
+     "WITH range(1, 999000) AS a, range(1, 999000) AS b RETURN size([i IN range(1, $k) WHERE [a] = [b]]) AS v",
+     {"k": 100}, "size.iterations"),
+    ("compare: nested list order",
+     "WITH range(1, 999000) AS a RETURN size([i IN range(1, 100) WHERE [[a]] < [[a]]]) AS v", {}, "size.iterations"),
+    ("reduce: concatenation copies its accumulator (5e10 characters)",
+     "RETURN size(reduce(s = '', x IN range(1, 10000) | s + $c)) AS v", {"c": "x" * 999}, "size.accumulator"),
+    ("function: string.join builds 4e8 characters (heap OOM)",
+     "CYPHER 25 RETURN size(string.join([x IN range(1, 999990) | ''], $sep)) AS v", {"sep": "x" * 400},
+     "size.string"),
+    ("function: one no cost model was reviewed for", "RETURN apoc.text.regexGroups($s, '(a+)+b') AS v",
+     {"s": "a" * 40}, "function.unreviewed"),
+    ("chain: 1,900 OR operands (2.7 s of semantic analysis)", _NINETEEN_HUNDRED_ORS, {}, "size.operands"),
+]  # fmt: skip
+
+# The same families at sizes the guard lets through: Neo4j must end them within the limits.
+RUNS_WITH_PARAMS: list[tuple[str, str, dict[str, Any]]] = [
+    ("search: CONTAINS 1e5 x 1e3 (allowed)", "RETURN $s CONTAINS $n AS v", {"s": "a" * 100_000, "n": "a" * 999 + "b"}),
+    ("compare: list equality of 1e6 elements once", "WITH range(1, 999000) AS a, range(1, 999000) AS b "
+     "RETURN [a] = [b] AS v", {}),
+    ("reduce: concatenation at the copy limit", "RETURN size(reduce(s = '', x IN range(1, 700) | s + $c)) AS v",
+     {"c": "x" * 999}),
+    ("chain: 64 OR operands", "MATCH (n:{L}) WHERE " + " OR ".join(f"n.i = {i}" for i in range(64))
+     + " RETURN count(n) AS c", {}),
+]  # fmt: skip
+
+
+def _run(gateway: Gateway, cypher: str, params: dict[str, Any] | None = None) -> tuple[str, ToolResult | Exception]:
     """How the gateway ended the query: answered, timeout, memory (Neo4j's limit) or refused."""
     try:
-        return "answered", gateway.run("analyze", cypher, {}, AGENT)
+        return "answered", gateway.run("analyze", cypher, params or {}, AGENT)
     except QueryTimeout as exc:
         return "timeout", exc
     except Neo4jRefused as exc:
@@ -90,11 +140,13 @@ def _run(gateway: Gateway, cypher: str) -> tuple[str, ToolResult | Exception]:
         return "rejected", exc
 
 
-def _watched(gateway: Gateway, monitor: Monitor, cypher: str) -> tuple[str, Any, Watch]:
+def _watched(
+    gateway: Gateway, monitor: Monitor, cypher: str, params: dict[str, Any] | None = None
+) -> tuple[str, Any, Watch]:
     """Run ``cypher`` and keep watching until the policy timeout + 2 s after it was sent."""
     timeout = POLICY.tools["analyze"].limits.timeout_seconds
     with monitor.watching() as watch:
-        outcome, value = _run(gateway, cypher)
+        outcome, value = _run(gateway, cypher, params)
         time.sleep(max(0.0, watch.sent + timeout + 2.0 - time.monotonic()))
     return outcome, value, watch
 
@@ -108,12 +160,27 @@ def test_exhausting_shape_is_refused_with_its_rule(
     assert refused.value.rule == rule, (shape, refused.value.message)
 
 
-@pytest.mark.parametrize(("shape", "query"), RUNS, ids=[s for s, _ in RUNS])
+@pytest.mark.parametrize(
+    ("shape", "query", "params", "rule"), REFUSED_WITH_PARAMS, ids=[s for s, _, _, _ in REFUSED_WITH_PARAMS]
+)
+def test_expression_work_neo4j_cannot_stop_is_refused_with_its_rule(
+    exhaustion_gateway: Gateway, graph: str, shape: str, query: str, params: dict[str, Any], rule: str
+) -> None:
+    with pytest.raises(QueryRejected) as refused:
+        exhaustion_gateway.run("analyze", query.replace("{L}", graph), params, AGENT)
+    assert refused.value.rule == rule, (shape, refused.value.message)
+
+
+@pytest.mark.parametrize(
+    ("shape", "query", "params"),
+    [*[(s, q, {}) for s, q in RUNS], *RUNS_WITH_PARAMS],
+    ids=[s for s, _ in RUNS] + [s for s, _, _ in RUNS_WITH_PARAMS],
+)
 def test_admitted_shape_ends_within_the_limits_and_neo4j_stays_responsive(
-    exhaustion_gateway: Gateway, monitor: Monitor, graph: str, shape: str, query: str
+    exhaustion_gateway: Gateway, monitor: Monitor, graph: str, shape: str, query: str, params: dict[str, Any]
 ) -> None:
     tool = POLICY.tools["analyze"].limits
-    outcome, value, watch = _watched(exhaustion_gateway, monitor, query.replace("{L}", graph))
+    outcome, value, watch = _watched(exhaustion_gateway, monitor, query.replace("{L}", graph), params)
     print(f"\n[exhaustion] {shape}: {outcome}, {watch.summary()}")
     assert outcome in ("answered", "timeout", "memory"), (shape, outcome, value)
     if isinstance(value, ToolResult):
