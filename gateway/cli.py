@@ -11,12 +11,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gateway import __version__, policy_cli, server_cli
+from gateway import __version__, audit_cli, policy_cli, server_cli
 from gateway.mnr import cli as mnr_cli
 from gateway.ops import doctor, images, neo4j_local, tokens
 
 # In the order `cypher-gateway --help` lists them.
-_COMMANDS = (neo4j_local, images, doctor, server_cli, tokens, policy_cli, mnr_cli)
+_COMMANDS = (neo4j_local, images, doctor, server_cli, audit_cli, tokens, policy_cli, mnr_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

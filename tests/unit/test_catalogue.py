@@ -110,6 +110,7 @@ def test_every_rule_in_the_catalogue_is_produced_by_some_request() -> None:
                           case["params"])  # fmt: skip
     through_check(POLICY, "analyze", "   ", {})
     through_check(POLICY, "analyze", "RETURN 1 AS x", {"": 1})
+    through_check(POLICY, "analyze", "RETURN 1 AS x", {"k" * 1000: 1})
     through_check(POLICY, "analyze", "MATCH (a) RETURN apoc.node.degree(a) AS d", {})
     through_check(POLICY, "analyze", "MATCH (a) RETURN elementId(a) AS i", {})
     through_check(POLICY, "analyze", "MATCH " + ", ".join(["()"] * 500) + " RETURN 1 AS x", {})
