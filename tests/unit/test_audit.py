@@ -154,7 +154,7 @@ def test_a_line_is_bounded_whatever_the_caller_sends(tmp_path: Path) -> None:
 def test_parameters_are_bounded_by_the_policy(tmp_path: Path) -> None:
     gateway, _ = _gateway(tmp_path, AnsweringRunner())
     limits = gateway.policy.tool("analyze").limits
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "count": {f"p{i}": i for i in range(limits.max_param_keys + 1)},
         "name": {"k" * (limits.max_param_key_chars + 1): 1},
         "size": {"v": SECRET_VALUE * (limits.max_params_bytes // len(SECRET_VALUE) + 1)},
