@@ -168,6 +168,15 @@ class AuditEvent(BaseModel):
             }
         )
 
+    def schema_answered(
+        self, degraded: list[str], counted: dict[str, int] | None, rows: int, size: int, truncated: bool,
+        started: float,
+    ) -> AuditEvent:  # fmt: skip
+        return self.model_copy(
+            update={"decision": "degraded" if degraded else "answered", "counted": counted, "rows": rows,
+                    "bytes": size, "truncated": truncated, "degraded": degraded, "duration_ms": _elapsed_ms(started)}
+        )  # fmt: skip
+
     def checked(self, tool: str, allowed: bool, rule: str | None, started: float) -> AuditEvent:
         return self.model_copy(
             update={"checked_tool": tool, "decision": "allowed" if allowed else "rejected", "rule": rule,

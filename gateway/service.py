@@ -208,28 +208,24 @@ class Gateway:
             param_keys=[],
         )  # fmt: skip
         try:
-            result, rows, size = self._schema(principal, started)
+            result, rows, size = self._schema(principal)
         except GatewayError as exc:
             self._audit(event.failed(exc, started))
             raise
         except Exception as exc:
             raise self._internal(event, exc, started) from exc
-        counted = {key: len(getattr(result, key)) for key in _SCHEMA_QUERIES}
-        decision = "degraded" if result.degraded else "answered"
-        self._audit(event.model_copy(update={
-            "decision": decision, "counted": None if result.degraded else counted, "rows": rows, "bytes": size,
-            "truncated": result.truncated, "degraded": result.degraded, "duration_ms": round(
-                (time.monotonic() - started) * 1000, 3),
-        }))  # fmt: skip
+        counted = None if result.degraded else {key: len(getattr(result, key)) for key in _SCHEMA_QUERIES}
+        self._audit(event.schema_answered(result.degraded, counted, rows, size, result.truncated, started))
         return result
 
-    def _schema(self, principal: Principal, started: float) -> tuple[SchemaResult, int, int]:
+    def _schema(self, principal: Principal) -> tuple[SchemaResult, int, int]:
         answer: dict[str, list[str]] = {}
         truncated = False
         rows = size = 0
         hidden = self.policy.hidden_relationship_types("analyze")
         for key, cypher in _SCHEMA_QUERIES.items():
-            result = self._run("analyze", cypher, {}, principal, uuid.uuid4().hex, started)
+            # Each sub-query waits for its sandbox as a query of its own would (busy_wait_ms from now).
+            result = self._run("analyze", cypher, {}, principal, uuid.uuid4().hex, time.monotonic())
             if result.degraded and not result.columns:
                 return SchemaResult(degraded=result.degraded, degradedReason=result.degradedReason), rows, size
             truncated = truncated or result.truncated
