@@ -2,7 +2,7 @@
 
 ``tail`` prints the last lines, filtered by principal, decision, tool or time; ``summary``
 counts them, in sections (tools, decisions, rules, errors, principals, refusals...) or
-broken down ``--by principal|tool|rule|hour|client|decision``. A section with nothing in
+broken down ``--by principal|scope|tool|rule|hour|client|decision``. A section with nothing in
 it is not printed.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from gateway.audit import AuditLog
 from gateway.config import ConfigError, load_settings
 
-BY_KEYS = ("principal", "tool", "rule", "hour", "client", "decision")
+BY_KEYS = ("principal", "scope", "tool", "rule", "hour", "client", "decision")
 _RELATIVE = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
@@ -73,7 +73,9 @@ def key_of(record: dict[str, Any], by: str) -> str:
         when = _time(record)
         return when.astimezone(UTC).strftime("%Y-%m-%dT%H:00Z") if when else "?"
     value = record.get(by)
-    return "-" if value is None else str(value)
+    if by == "scope" and isinstance(value, list):
+        return ",".join(map(str, value)) or "(global only)"
+    return "(none)" if value is None else str(value)
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -219,16 +219,18 @@ def _record(when: str, principal: str | None, tool: str, decision: str, **extra:
 def test_summary_by_principal_hour_and_since(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "audit.jsonl"
     _lines(path, [
-        _record("2026-01-01T10:05:00.000+00:00", "alice", "analyze", "answered"),
-        _record("2026-01-01T10:55:00.000+00:00", "alice", "analyze", "rejected", rule="write.clause"),
-        _record("2026-01-01T11:10:00.000+00:00", "bob", "schema", "answered"),
+        _record("2026-01-01T10:05:00.000+00:00", "alice", "analyze", "answered", scope=["l1"]),
+        _record("2026-01-01T10:55:00.000+00:00", "alice", "analyze", "rejected", rule="write.clause", scope=["l1"]),
+        _record("2026-01-01T11:10:00.000+00:00", "bob", "schema", "answered", scope=[]),
         _record("2026-01-01T11:20:00.000+00:00", None, "http", "refused", status=401, reason="unknown token",
                 client="10.0.0.7", error_code="unauthorized"),
     ])  # fmt: skip
     assert main(["audit", "summary", "--by", "principal", "--json", "--path", str(path)]) == 0
     by_principal = json.loads(capsys.readouterr().out)
     assert by_principal["alice"] == {"calls": 2, "answered": 1, "rejected": 1}
-    assert by_principal["-"] == {"calls": 1, "refused": 1}
+    assert by_principal["(none)"] == {"calls": 1, "refused": 1}  # refused before anyone was authenticated
+    assert main(["audit", "summary", "--by", "scope", "--json", "--path", str(path)]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"l1", "(global only)", "(none)"}
     assert main(["audit", "summary", "--by", "hour", "--json", "--path", str(path)]) == 0
     assert {k: v["calls"] for k, v in json.loads(capsys.readouterr().out).items()} == {
         "2026-01-01T10:00Z": 2, "2026-01-01T11:00Z": 2}  # fmt: skip
