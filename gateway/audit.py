@@ -1,17 +1,27 @@
-"""The audit log: one append-only JSON line per tool call.
+"""The audit log: one append-only JSON line per tool call, and one per refused HTTP request.
 
 What a reviewer needs to reconstruct a decision, and nothing that could leak:
 parameter *keys* only (values are redacted), never credentials, the query text
-only when the operator keeps it (its hash always).
+only when the operator keeps it (its hash always). Each line says who asked
+(principal, its effective scope, for HTTP the client address and a token's
+subject and issuer), under which policy (name and SHA-256 of the file) and over
+which transport.
+
+A line is bounded whatever the caller sends: the query text is cut at
+:data:`MAX_QUERY_CHARS` characters (``query_chars`` keeps the full length, the
+hash covers the whole text), the parameter keys at :data:`MAX_PARAM_KEYS` keys of
+:data:`MAX_KEY_CHARS` characters each (``param_count`` keeps the number).
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import os
 import threading
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,8 +29,46 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from gateway.domain import ToolResult
+    from gateway.domain import Principal, ToolResult
     from gateway.errors import GatewayError
+
+# What one line may hold of what the caller sent. Above the policy's own input limits (a query
+# within limits.max_query_chars is kept whole), so only a request refused for its size is cut.
+MAX_QUERY_CHARS = 10_000
+MAX_PARAM_KEYS = 100
+MAX_KEY_CHARS = 100
+# A refusal's reason as another layer wrote it (an HTTP body): one sentence, not the body.
+MAX_REASON_CHARS = 300
+
+
+class Origin(BaseModel):
+    """Where an HTTP request came from and, for a JWT, whose token it carried (set per request)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    client: str | None = None
+    # A validated token's ``sub`` and ``iss``; None for a tokens-file principal.
+    subject: str | None = None
+    issuer: str | None = None
+
+
+# The HTTP request being served; tool calls run in worker threads that inherit it.
+REQUEST_ORIGIN: contextvars.ContextVar[Origin | None] = contextvars.ContextVar("cypher_gateway_origin", default=None)
+
+
+def note_token(subject: str | None, issuer: str | None) -> None:
+    """Record the validated token's subject and issuer on this request's audit lines (auth middleware)."""
+    current = REQUEST_ORIGIN.get() or Origin()
+    REQUEST_ORIGIN.set(current.model_copy(update={"subject": subject, "issuer": issuer}))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _capped_keys(keys: Iterable[object]) -> list[str]:
+    names = sorted(str(k) for k in keys)
+    return [name if len(name) <= MAX_KEY_CHARS else name[:MAX_KEY_CHARS] + "…" for name in names[:MAX_PARAM_KEYS]]
 
 
 class AuditEvent(BaseModel):
@@ -28,17 +76,34 @@ class AuditEvent(BaseModel):
 
     time: str
     query_id: str
-    principal: str
+    principal: str | None
+    # The layers the query was confined to (empty: global-only); None when no principal is known.
+    scope: list[str] | None = None
+    # The narrower scope the request asked for (capped like parameter keys); the query ran under
+    # it when answered, and a wider one is refused as scope.wider. None: the principal's whole scope.
+    requested_scope: list[str] | None = None
     transport: str
+    client: str | None = None
+    subject: str | None = None
+    issuer: str | None = None
+    # Filled by AuditLog.write from the policy the server runs under.
+    policy: str | None = None
+    policy_sha256: str | None = None
     tool: str
     # For ``check`` lines: the tool the query was checked against.
     checked_tool: str | None = None
-    query_hash: str
+    query_hash: str | None = None
     query: str | None = None
+    query_chars: int = 0
     param_keys: list[str] = Field(default_factory=list)
-    decision: str = "pending"  # "answered" | "rejected" | "error" | "degraded"; check: "allowed" | "rejected"
+    param_count: int = 0
+    # "answered" | "rejected" | "error" | "degraded"; check: "allowed" | "rejected"; HTTP: "refused"
+    decision: str = "pending"
     rule: str | None = None
     error_code: str | None = None
+    # Refused HTTP requests: the status and why.
+    status: int | None = None
+    reason: str | None = None
     query_type: str | None = None
     rows: int = 0
     bytes: int = 0
@@ -46,17 +111,40 @@ class AuditEvent(BaseModel):
     truncation: str | None = None
     degraded: list[str] = Field(default_factory=list)
     redacted: int = 0
+    # ``schema`` lines: how many labels, relationship types and property keys were answered.
+    counted: dict[str, int] | None = None
     duration_ms: float = 0.0
 
     @classmethod
     def begin(
-        cls, *, query_id: str, principal: str, transport: str, tool: str, cypher: str, param_keys: list[str]
-    ) -> AuditEvent:
+        cls, *, query_id: str, principal: Principal | str, transport: str, tool: str, cypher: str | None,
+        param_keys: Iterable[object], requested_scope: Iterable[object] | None = None,
+    ) -> AuditEvent:  # fmt: skip
+        origin = REQUEST_ORIGIN.get() or Origin()
+        keys = list(param_keys)
+        text = cypher if cypher is not None else ""
         return cls(
-            time=datetime.now(UTC).isoformat(timespec="milliseconds"),
-            query_id=query_id, principal=principal, transport=transport, tool=tool,
-            query_hash=hashlib.sha256(cypher.encode("utf-8")).hexdigest()[:16], query=cypher,
-            param_keys=param_keys,
+            time=_now(), query_id=query_id,
+            principal=principal if isinstance(principal, str) else principal.name,
+            scope=None if isinstance(principal, str) else sorted(principal.scope),
+            transport=transport, client=origin.client, subject=origin.subject, issuer=origin.issuer, tool=tool,
+            query_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] if cypher is not None
+            else None,
+            query=text[:MAX_QUERY_CHARS] if cypher is not None else None, query_chars=len(text),
+            param_keys=_capped_keys(keys), param_count=len(keys),
+            requested_scope=None if requested_scope is None else _capped_keys(requested_scope),
+        )  # fmt: skip
+
+    @classmethod
+    def refused(cls, *, status: int, code: str, reason: str, principal: Principal | None) -> AuditEvent:
+        """An HTTP request answered with ``status`` before any tool ran; ``principal`` when auth had passed."""
+        origin = REQUEST_ORIGIN.get() or Origin()
+        return cls(
+            time=_now(), query_id=os.urandom(16).hex(),
+            principal=principal.name if principal is not None else None,
+            scope=sorted(principal.scope) if principal is not None else None,
+            transport="http", client=origin.client, subject=origin.subject, issuer=origin.issuer, tool="http",
+            decision="refused", error_code=code, status=status, reason=reason[:MAX_REASON_CHARS],
         )  # fmt: skip
 
     def answered(self, result: ToolResult, started: float) -> AuditEvent:
@@ -84,6 +172,15 @@ class AuditEvent(BaseModel):
             }
         )
 
+    def schema_answered(
+        self, degraded: list[str], counted: dict[str, int] | None, rows: int, size: int, truncated: bool,
+        started: float,
+    ) -> AuditEvent:  # fmt: skip
+        return self.model_copy(
+            update={"decision": "degraded" if degraded else "answered", "counted": counted, "rows": rows,
+                    "bytes": size, "truncated": truncated, "degraded": degraded, "duration_ms": _elapsed_ms(started)}
+        )  # fmt: skip
+
     def checked(self, tool: str, allowed: bool, rule: str | None, started: float) -> AuditEvent:
         return self.model_copy(
             update={"checked_tool": tool, "decision": "allowed" if allowed else "rejected", "rule": rule,
@@ -95,17 +192,39 @@ def _elapsed_ms(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 3)
 
 
-class AuditLog:
-    """Appends events to a JSON-lines file; safe to share across threads."""
+def file_sha256(path: Path | str) -> str | None:
+    """The SHA-256 of a file's bytes (what ``sha256sum`` prints), or None when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
-    def __init__(self, path: Path | str, *, include_query_text: bool = True) -> None:
+
+class AuditLog:
+    """Appends events to a JSON-lines file; safe to share across threads.
+
+    ``policy`` and ``policy_sha256`` are written on every line: the policy the server runs under.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        include_query_text: bool = True,
+        policy: str | None = None,
+        policy_sha256: str | None = None,
+    ) -> None:
         self.path = Path(path)
         self.include_query_text = include_query_text
+        self.policy = policy
+        self.policy_sha256 = policy_sha256
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, event: AuditEvent) -> None:
         record = event.model_dump()
+        record["policy"] = self.policy
+        record["policy_sha256"] = self.policy_sha256
         if not self.include_query_text:
             record["query"] = None
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"

@@ -48,6 +48,12 @@ INPUT_INVALID = Rule(
     "are non-empty strings.",
     "request",
 )
+INPUT_PARAMS_TOO_LARGE = Rule(
+    "input.params_too_large",
+    "At most limits.max_param_keys parameters, each name at most limits.max_param_key_chars characters, and all of "
+    "them at most limits.max_params_bytes bytes as JSON, on every transport.",
+    "request",
+)
 TOOL_UNKNOWN = Rule("tool.unknown", "The guard decides only for the tools the policy defines.", "request")
 
 # --- reading the Cypher ----------------------------------------------------------------------
@@ -215,6 +221,7 @@ SANDBOX_EXPLAIN = Rule(
 
 CATALOGUE: tuple[Rule, ...] = (
     INPUT_INVALID,
+    INPUT_PARAMS_TOO_LARGE,
     TOOL_UNKNOWN,
     INPUT_TOO_LARGE,
     INPUT_TOO_DEEP,

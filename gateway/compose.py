@@ -13,7 +13,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gateway.audit import AuditLog
+from gateway.audit import AuditLog, file_sha256
 from gateway.config import ConfigError, GatewaySettings, neo4j_connection
 from gateway.domain import LayerSwitches, Principal
 from gateway.policy import Policy, PolicyError, load_policy
@@ -55,12 +55,18 @@ def compose(
     layers off (tests only). ``audit=False``: no audit log (harnesses and the CLI's ``check``,
     which are not agents' tool calls).
     """
+    # The hash names the file's bytes (as `sha256sum` prints it) only when the policy is that file's.
+    policy_sha256 = file_sha256(settings.policy_file) if policy is None else None
     if policy is None:
         try:
             policy = load_policy(settings.policy_file)
         except PolicyError as exc:
             raise ConfigError(f"policy_file: {exc}") from exc
-    audit_log = AuditLog(settings.audit_path, include_query_text=settings.audit_query_text) if audit else None
+    audit_log = (
+        AuditLog(settings.audit_path, include_query_text=settings.audit_query_text, policy=policy.name,
+                 policy_sha256=policy_sha256)
+        if audit else None
+    )  # fmt: skip
     problems: list[str] = []
     database = settings.neo4j_database
     started: SandboxRunner | None = None

@@ -55,6 +55,11 @@ class Limits(_Strict):
     """Resource limits. The runner and the sandbox read these values and no others."""
 
     max_query_chars: Annotated[int, Field(gt=0)] = 10_000
+    # The caller's parameters, on every transport (stdio has no body limit): how many, how long
+    # a name, and how many bytes all of them take as JSON.
+    max_param_keys: Annotated[int, Field(gt=0)] = 100
+    max_param_key_chars: Annotated[int, Field(gt=0)] = 100
+    max_params_bytes: Annotated[int, Field(gt=0)] = 200_000
     # The scope rewrite's output, which Neo4j parses and plans: bounded so one request cannot
     # make the gateway build, or Neo4j read, megabytes of Cypher.
     max_rewritten_chars: Annotated[int, Field(gt=0)] = 100_000

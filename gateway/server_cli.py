@@ -1,4 +1,4 @@
-"""``cypher-gateway serve`` (stdio or streamable HTTP) and ``cypher-gateway audit tail|summary``.
+"""``cypher-gateway serve`` (stdio or streamable HTTP); ``audit tail|summary`` lives in ``gateway.audit_cli``.
 
 ``serve``: settings -> :func:`~gateway.compose.compose` (policy, runner, audit, Gateway)
 -> MCP server -> transport. Every message goes to stderr: on stdio, stdout belongs to
@@ -8,12 +8,11 @@ the MCP protocol.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
 import sys
-from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from gateway.auth import BearerAuth, TokenTable
 from gateway.compose import Composed, compose, stdio_principal
 from gateway.config import ConfigError, GatewaySettings, load_settings
 from gateway.errors import SetupError
+from gateway.http_audit import RefusalAudit
 
 log = logging.getLogger("gateway.server")
 # serve's look at the graph at start-up (the scope property exists somewhere): stops at the first hit.
@@ -29,7 +29,27 @@ SURVEY_TIMEOUT_S = 30.0
 
 
 def _say(message: str) -> None:
-    print(f"[cypher-gateway] {message}", file=sys.stderr, flush=True)
+    print(f"{_stamp()} [cypher-gateway] {message}", file=sys.stderr, flush=True)
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class _UtcFormatter(logging.Formatter):
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+
+def _configure_logging() -> None:
+    """Every stderr line with its time (UTC), as the audit log has; replaces the SDK's set-up."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_UtcFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    # Stateless HTTP ends a throwaway session after every request and says so at INFO
+    # ("Terminating session: None"), as it does for each request it dispatches: noise, not events.
+    for name in ("mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp.server.lowlevel.server"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 # --- serve -------------------------------------------------------------------------------------------
@@ -66,10 +86,12 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         if args.transport == "stdio":
             server = build_server(composed.gateway, stdio_resolver(principal), resource_principal=principal)
+            _configure_logging()
             server.run("stdio")
         else:
             server = build_server(composed.gateway, stdio_resolver(principal))
-            _run_http(server, settings, tokens)
+            _configure_logging()
+            _run_http(server, settings, tokens, composed.gateway.audit)
     except _Terminated as signalled:
         terminated = signalled
     finally:
@@ -152,8 +174,10 @@ def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable |
     return table
 
 
-def http_app(server: Any, settings: GatewaySettings, tokens: TokenTable | None) -> BearerAuth:
-    """The ASGI app: auth and size limits in front of the SDK's stateless streamable-HTTP app.
+def http_app(
+    server: Any, settings: GatewaySettings, tokens: TokenTable | None, audit: AuditLog | None = None
+) -> RefusalAudit:
+    """The ASGI app: refusal auditing, then auth and size limits, in front of the SDK's stateless streamable-HTTP app.
 
     Responses are event streams, not plain JSON: a client that cancels a call closes its stream,
     which cancels the tool (and kills its sandbox); plain JSON responses left the handler running
@@ -166,60 +190,18 @@ def http_app(server: Any, settings: GatewaySettings, tokens: TokenTable | None) 
         max_request_body_size=settings.http_max_body_bytes,
         host=settings.http_host,
     )
-    return BearerAuth(inner, tokens, max_body_bytes=settings.http_max_body_bytes)
+    return RefusalAudit(BearerAuth(inner, tokens, max_body_bytes=settings.http_max_body_bytes), audit)
 
 
-def _run_http(server: Any, settings: GatewaySettings, tokens: TokenTable | None) -> None:
+def _run_http(server: Any, settings: GatewaySettings, tokens: TokenTable | None, audit: AuditLog | None) -> None:
     import uvicorn
 
     if settings.http_host not in ("127.0.0.1", "localhost", "::1"):
         _say(f"WARNING: binding {settings.http_host}: reachable beyond this machine")
     _say(f"serving streamable HTTP on http://{settings.http_host}:{settings.http_port}{settings.http_path}")
-    uvicorn.run(http_app(server, settings, tokens), host=settings.http_host, port=settings.http_port,
-                log_level="warning")  # fmt: skip
-
-
-# --- audit -------------------------------------------------------------------------------------------
-
-
-def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts by tool, decision, rule and error code, for a reviewer."""
-    return {
-        "calls": len(records),
-        "by_tool": dict(Counter(r.get("tool") for r in records)),
-        "by_decision": dict(Counter(r.get("decision") for r in records)),
-        "by_rule": dict(Counter(r["rule"] for r in records if r.get("rule"))),
-        "by_error": dict(Counter(r["error_code"] for r in records if r.get("error_code"))),
-        "degraded": dict(Counter(d for r in records for d in r.get("degraded", []))),
-        "truncated": sum(1 for r in records if r.get("truncated")),
-    }
-
-
-def _audit(args: argparse.Namespace) -> int:
-    try:
-        path = Path(args.path) if args.path else load_settings(args.config).audit_path
-    except ConfigError as exc:
-        _say(f"cannot read settings: {exc}")
-        return 2
-    if not path.exists():
-        _say(f"no audit log at {path}")
-        return 1
-    records = AuditLog(path).read()
-    if args.audit_action == "tail":
-        for record in records[-args.lines :]:
-            print(json.dumps(record, separators=(",", ":")))
-        return 0
-    summary = summarize(records)
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return 0
-    print(f"{summary['calls']} calls in {path}")
-    for key in ("by_tool", "by_decision", "by_rule", "by_error", "degraded"):
-        print(f"{key.removeprefix('by_')}:")
-        for name, count in sorted(summary[key].items(), key=lambda kv: (-kv[1], str(kv[0]))):
-            print(f"  {count:6}  {name}")
-    print(f"truncated: {summary['truncated']}")
-    return 0
+    # log_config=None: uvicorn's lines go through the handler above, with their time.
+    uvicorn.run(http_app(server, settings, tokens, audit), host=settings.http_host, port=settings.http_port,
+                log_level="warning", log_config=None)  # fmt: skip
 
 
 def register(subparsers: Any) -> None:
@@ -234,14 +216,3 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--insecure-weak-tokens", action="store_true",
                        help="accept guessable tokens (short, repetitive, published; logged loudly)")  # fmt: skip
     serve.set_defaults(handler=_serve)
-
-    audit = subparsers.add_parser("audit", help="read the audit log")
-    actions = audit.add_subparsers(dest="audit_action", required=True, metavar="ACTION")
-    tail = actions.add_parser("tail", help="print the last audit lines")
-    tail.add_argument("-n", "--lines", type=int, default=20)
-    summary = actions.add_parser("summary", help="counts by tool, decision and rule")
-    summary.add_argument("--json", action="store_true")
-    for sub in (tail, summary):
-        sub.add_argument("--path", help="audit log file (default: the configured audit_path)")
-        sub.add_argument("--config", type=Path)
-    audit.set_defaults(handler=_audit)

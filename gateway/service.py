@@ -9,6 +9,7 @@ the only way a query reaches Neo4j is through a sandbox container.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -94,9 +95,10 @@ class Gateway:
         """
         started = time.monotonic()
         event = AuditEvent.begin(
-            query_id=uuid.uuid4().hex, principal=principal.name, transport=transport, tool="check",
+            query_id=uuid.uuid4().hex, principal=principal, transport=transport, tool="check",
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
-            param_keys=sorted(params) if isinstance(params, Mapping) else [],
+            param_keys=params if isinstance(params, Mapping) else [],
+            requested_scope=scope if isinstance(scope, Sequence) and not isinstance(scope, str) else None,
         )  # fmt: skip
         try:
             result = self._check(tool, cypher, params, principal, scope)
@@ -152,9 +154,10 @@ class Gateway:
         started = time.monotonic()
         query_id = query_id or uuid.uuid4().hex
         event = AuditEvent.begin(
-            query_id=query_id, principal=principal.name, transport=transport, tool=tool,
+            query_id=query_id, principal=principal, transport=transport, tool=tool,
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
-            param_keys=sorted(params) if isinstance(params, Mapping) else [],
+            param_keys=params if isinstance(params, Mapping) else [],
+            requested_scope=scope if isinstance(scope, Sequence) and not isinstance(scope, str) else None,
         )  # fmt: skip
         try:
             result = self._run(tool, cypher, params, principal, query_id, started, scope)
@@ -218,17 +221,41 @@ class Gateway:
     # --- schema ------------------------------------------------------------------------------
 
     def schema(self, principal: Principal, *, transport: Transport = "direct") -> SchemaResult:
-        """Labels, relationship types and property keys visible to ``principal`` (via the sandbox)."""
+        """Labels, relationship types and property keys visible to ``principal`` (via the sandbox).
+
+        One audit line (tool ``schema``, ``counted`` saying how many of each it answered), not
+        one per sub-query: the agent asked one question and wrote none of the queries.
+        """
+        started = time.monotonic()
+        event = AuditEvent.begin(
+            query_id=uuid.uuid4().hex, principal=principal, transport=transport, tool="schema", cypher=None,
+            param_keys=[],
+        )  # fmt: skip
+        try:
+            result, rows, size = self._schema(principal)
+        except GatewayError as exc:
+            self._audit(event.failed(exc, started))
+            raise
+        except Exception as exc:
+            raise self._internal(event, exc, started) from exc
+        counted = None if result.degraded else {key: len(getattr(result, key)) for key in _SCHEMA_QUERIES}
+        self._audit(event.schema_answered(result.degraded, counted, rows, size, result.truncated, started))
+        return result
+
+    def _schema(self, principal: Principal) -> tuple[SchemaResult, int, int]:
         answer: dict[str, list[str]] = {}
         truncated = False
+        rows = size = 0
         hidden = self.policy.hidden_relationship_types("analyze")
         for key, cypher in _SCHEMA_QUERIES.items():
-            result = self.run("analyze", cypher, {}, principal, transport=transport)
+            # Each sub-query waits for its sandbox as a query of its own would (busy_wait_ms from now).
+            result = self._run("analyze", cypher, {}, principal, uuid.uuid4().hex, time.monotonic(), None)
             if result.degraded and not result.columns:
-                return SchemaResult(degraded=result.degraded, degradedReason=result.degradedReason)
+                return SchemaResult(degraded=result.degraded, degradedReason=result.degradedReason), rows, size
             truncated = truncated or result.truncated
+            rows, size = rows + result.rowCount, size + result.bytes
             answer[key] = [row[0] for row in result.rows if isinstance(row[0], str) and row[0] not in hidden]
-        return SchemaResult(**answer, truncated=truncated)
+        return SchemaResult(**answer, truncated=truncated), rows, size
 
     # --- the steps ---------------------------------------------------------------------------
 
@@ -245,6 +272,7 @@ class Gateway:
         if not isinstance(cypher, str) or not cypher.strip():
             raise InvalidInput("cypher must be a non-empty string")
         caller_params = guard.caller_params(params)
+        _bound_params(caller_params, self.policy.tool(tool).limits)
         parsed: ParsedQuery | None = None
         if self.layers.guard or self.layers.scope_rewrite:
             parsed = guard.parse_query(cypher, self.policy.tool(tool).limits, self.policy.cypher.default_version)
@@ -295,6 +323,19 @@ class _Prepared(BaseModel):
     params: dict[str, Any]
     language: CypherVersion | None  # the version the guard read the query as; the job runs under it
     text: str  # the agent's query as read (Unicode spaces made ASCII): what the sandbox EXPLAINs first
+
+
+def _bound_params(params: Mapping[str, Any], limits: Limits) -> None:
+    """Refuse a parameter map over the policy's bounds, on every transport (stdio has no body limit)."""
+    rule = catalogue.INPUT_PARAMS_TOO_LARGE
+    if len(params) > limits.max_param_keys:
+        raise rule.rejected(f"{len(params)} parameters; the limit is {limits.max_param_keys}")
+    longest = max((len(key) for key in params), default=0)
+    if longest > limits.max_param_key_chars:
+        raise rule.rejected(f"a parameter name is {longest} characters long; the limit is {limits.max_param_key_chars}")
+    size = len(json.dumps(params, default=str, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > limits.max_params_bytes:
+        raise rule.rejected(f"the parameters take {size} bytes as JSON; the limit is {limits.max_params_bytes}")
 
 
 def _disabled(query_id: str, tool: ToolName, reason: str) -> ToolResult:

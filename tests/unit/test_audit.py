@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gateway.audit import AuditLog
+from gateway.audit import MAX_KEY_CHARS, MAX_PARAM_KEYS, MAX_QUERY_CHARS, AuditEvent, AuditLog, file_sha256
+from gateway.audit_cli import since_time
 from gateway.cli import main
 from gateway.domain import LayerSwitches, Principal
-from gateway.errors import Busy, SandboxUnavailable
-from gateway.policy import load_policy
+from gateway.errors import Busy, QueryRejected, SandboxUnavailable
+from gateway.policy import DEFAULT_POLICY_PATH, load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
 from tests.support.stub_runner import RunnerStub
@@ -121,3 +125,154 @@ def test_cli_tail_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert set(summary["by_rule"]) == {"write.clause", "load_csv"}
     assert main(["audit", "summary", "--path", path]) == 0
     assert "write.clause" in capsys.readouterr().out
+
+
+# --- what one line holds, and who it names ----------------------------------------------------
+
+
+def test_a_line_is_bounded_whatever_the_caller_sends(tmp_path: Path) -> None:
+    gateway, audit = _gateway(tmp_path, AnsweringRunner())
+    huge_query = "RETURN 1 AS x // " + "y" * 3_000_000
+    with pytest.raises(Exception, match=r"input\.too_large"):
+        gateway.run("analyze", huge_query, {}, ALICE)
+    with pytest.raises(Exception, match=r"input\.params_too_large"):
+        gateway.run("analyze", "RETURN 1 AS x", {"k" * 1_000_000: 1}, ALICE)
+    with pytest.raises(Exception, match=r"input\.params_too_large"):
+        gateway.run("analyze", "RETURN 1 AS x", {f"p{i}": i for i in range(100_000)}, ALICE)
+    raw = (tmp_path / "audit.jsonl").read_bytes()
+    assert len(raw) < 3 * 30_000, len(raw)  # each line a few KB, not what the caller sent
+    first, second, third = audit.read()
+    assert first["query_chars"] == len(huge_query) and len(first["query"]) == MAX_QUERY_CHARS
+    assert first["query_hash"] != AuditEvent.begin(
+        query_id="x", principal=ALICE, transport="direct", tool="analyze", cypher=huge_query[:MAX_QUERY_CHARS],
+        param_keys=[],
+    ).query_hash  # the hash is of the whole text  # fmt: skip
+    assert second["param_count"] == 1 and len(second["param_keys"][0]) == MAX_KEY_CHARS + 1
+    assert third["param_count"] == 100_000 and len(third["param_keys"]) == MAX_PARAM_KEYS
+
+
+def test_parameters_are_bounded_by_the_policy(tmp_path: Path) -> None:
+    gateway, _ = _gateway(tmp_path, AnsweringRunner())
+    limits = gateway.policy.tool("analyze").limits
+    cases: dict[str, dict[str, Any]] = {
+        "count": {f"p{i}": i for i in range(limits.max_param_keys + 1)},
+        "name": {"k" * (limits.max_param_key_chars + 1): 1},
+        "size": {"v": SECRET_VALUE * (limits.max_params_bytes // len(SECRET_VALUE) + 1)},
+    }
+    for what, params in cases.items():
+        check = gateway.check("analyze", "RETURN 1 AS x", params, ALICE)
+        assert (check.allowed, check.rule) == (False, "input.params_too_large"), what
+    # At the limits, the same request is allowed.
+    at_limit = {f"p{i}": "x" for i in range(limits.max_param_keys - 1)} | {"k" * limits.max_param_key_chars: 1}
+    assert gateway.check("analyze", "RETURN 1 AS x", at_limit, ALICE).allowed
+    assert SECRET_VALUE not in (tmp_path / "audit.jsonl").read_text()
+
+
+def test_every_line_names_the_scope_and_the_policy(tmp_path: Path) -> None:
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_bytes(DEFAULT_POLICY_PATH.read_bytes())
+    audit = AuditLog(tmp_path / "audit.jsonl", policy="default", policy_sha256=file_sha256(policy_file))
+    gateway = Gateway(load_policy(policy_file), AnsweringRunner(), audit, layers=LayerSwitches(scope_rewrite=False))
+    narrow = Principal(name="alice", scope=frozenset({"l2", "l1"}))
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, narrow)
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, Principal(name="alice"))
+    first, second = audit.read()
+    assert first["scope"] == ["l1", "l2"] and second["scope"] == []  # same principal, two scopes: told apart
+    expected = hashlib.sha256(policy_file.read_bytes()).hexdigest()
+    assert {(line["policy"], line["policy_sha256"]) for line in (first, second)} == {("default", expected)}
+
+
+def test_a_narrowed_request_names_the_scope_it_asked_for(tmp_path: Path) -> None:
+    gateway, audit = _gateway(tmp_path, AnsweringRunner())
+    wide = Principal(name="alice", scope=frozenset({"l1", "l2"}))
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, wide, scope=["l2"])
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, wide)
+    with pytest.raises(QueryRejected):
+        gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, wide, scope=["l9"])
+    narrowed, whole, wider = audit.read()
+    assert (narrowed["scope"], narrowed["requested_scope"], narrowed["decision"]) == (["l1", "l2"], ["l2"], "answered")
+    assert whole["requested_scope"] is None
+    assert (wider["requested_scope"], wider["rule"]) == (["l9"], "scope.wider")
+
+
+class SchemaRunner(RunnerStub):
+    def answer(self, job: SandboxJob) -> SandboxResult:
+        rows = [["Fact"], ["Task"]] if "labels(n)" in job.cypher else [["ABOUT"]] if "type(r)" in job.cypher else []
+        return SandboxResult(query_id=job.query_id, ok=True, columns=["value"], rows=rows, row_count=len(rows))
+
+
+def test_schema_is_one_schema_line_with_its_counts(tmp_path: Path) -> None:
+    gateway, audit = _gateway(tmp_path, SchemaRunner())
+    result = gateway.schema(ALICE, transport="stdio")
+    assert result.labels == ["Fact", "Task"]
+    (line,) = audit.read()
+    assert line["tool"] == "schema" and line["decision"] == "answered" and line["transport"] == "stdio"
+    assert line["counted"] == {"labels": 2, "relationshipTypes": 1, "propertyKeys": 0}
+    assert line["rows"] == 3 and line["query"] is None and line["scope"] == ["l1"]
+    assert main(["audit", "summary", "--json", "--path", str(tmp_path / "audit.jsonl")]) == 0
+
+
+def test_schema_failure_is_one_error_line(tmp_path: Path) -> None:
+    gateway, audit = _gateway(tmp_path, FullRunner())
+    with pytest.raises(Busy):
+        gateway.schema(ALICE)
+    assert [(line["tool"], line["decision"], line["error_code"]) for line in audit.read()] == [
+        ("schema", "error", "busy")
+    ]
+
+
+def _lines(path: Path, records: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def _record(when: str, principal: str | None, tool: str, decision: str, **extra: Any) -> dict[str, Any]:
+    return {"time": when, "principal": principal, "tool": tool, "decision": decision, "transport": "http", **extra}
+
+
+def test_summary_by_principal_hour_and_since(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "audit.jsonl"
+    _lines(path, [
+        _record("2026-01-01T10:05:00.000+00:00", "alice", "analyze", "answered", scope=["l1"]),
+        _record("2026-01-01T10:55:00.000+00:00", "alice", "analyze", "rejected", rule="write.clause", scope=["l1"]),
+        _record("2026-01-01T11:10:00.000+00:00", "bob", "schema", "answered", scope=[]),
+        _record("2026-01-01T11:20:00.000+00:00", None, "http", "refused", status=401, reason="unknown token",
+                client="10.0.0.7", error_code="unauthorized"),
+    ])  # fmt: skip
+    assert main(["audit", "summary", "--by", "principal", "--json", "--path", str(path)]) == 0
+    by_principal = json.loads(capsys.readouterr().out)
+    assert by_principal["alice"] == {"calls": 2, "answered": 1, "rejected": 1}
+    assert by_principal["(none)"] == {"calls": 1, "refused": 1}  # refused before anyone was authenticated
+    assert main(["audit", "summary", "--by", "scope", "--json", "--path", str(path)]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"l1", "(global only)", "(none)"}
+    assert main(["audit", "summary", "--by", "hour", "--json", "--path", str(path)]) == 0
+    assert {k: v["calls"] for k, v in json.loads(capsys.readouterr().out).items()} == {
+        "2026-01-01T10:00Z": 2, "2026-01-01T11:00Z": 2}  # fmt: skip
+    assert main(["audit", "summary", "--by", "client", "--since", "2026-01-01T11:15", "--json", "--path",
+                 str(path)]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out) == {"10.0.0.7": {"calls": 1, "refused": 1}}
+    assert main(["audit", "summary", "--path", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "refused by client:" in out and "10.0.0.7" in out and "401 unknown token" in out
+    # Nothing was degraded or truncated: those sections are not printed.
+    assert "degraded" not in out and "truncated" not in out
+
+
+def test_tail_filters_by_principal_and_decision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "audit.jsonl"
+    _lines(path, [
+        _record("2026-01-01T10:05:00.000+00:00", "alice", "analyze", "answered"),
+        _record("2026-01-01T10:06:00.000+00:00", "alice", "analyze", "rejected"),
+        _record("2026-01-01T10:07:00.000+00:00", "bob", "analyze", "rejected"),
+    ])  # fmt: skip
+    assert main(["audit", "tail", "--principal", "alice", "--decision", "rejected", "--path", str(path)]) == 0
+    (only,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert only["principal"] == "alice" and only["decision"] == "rejected"
+
+
+def test_since_reads_iso_times_and_spans() -> None:
+    now = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)
+    assert since_time("90m", now) == datetime(2026, 1, 2, 10, 30, tzinfo=UTC)
+    assert since_time("2d", now) == datetime(2025, 12, 31, 12, 0, tzinfo=UTC)
+    assert since_time("2026-01-01") == datetime(2026, 1, 1, tzinfo=UTC)
+    with pytest.raises(argparse.ArgumentTypeError):
+        since_time("yesterday")

@@ -111,6 +111,7 @@ def test_every_rule_in_the_catalogue_is_produced_by_some_request() -> None:
     through_check(POLICY, "analyze", "   ", {})
     through_check(POLICY, "analyze", "RETURN 1 AS x", {"": 1})
     through_check(POLICY, "analyze", "MATCH (__gw_a) RETURN count(*) AS d", {})
+    through_check(POLICY, "analyze", "RETURN 1 AS x", {"k" * 1000: 1})
     through_check(POLICY, "analyze", "MATCH (a) RETURN elementId(a) AS i", {})
     through_check(POLICY, "analyze", "MATCH " + ", ".join(["()"] * 500) + " RETURN 1 AS x", {})
     narrowing = Gateway(POLICY, ExplainRefuses()).check("analyze", "RETURN 1 AS x", {}, ALICE, scope=["l2"])

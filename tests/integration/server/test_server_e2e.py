@@ -206,7 +206,9 @@ def test_http_without_or_with_wrong_token_is_refused(http_server: HttpServer) ->
     assert httpx.post(http_server.url, json=INIT, headers=wrong).status_code == 401
     with pytest.raises(BaseException):  # noqa: B017 - the SDK wraps the 401 in an ExceptionGroup
         _http_call(http_server.url, "not-a-token", "analyze", {"cypher": "MATCH (n) RETURN count(n) AS c"})
-    assert len(AuditLog(http_server.audit_path).read()) == before  # refused requests never reach a tool
+    # Refused requests never reach a tool: each is one "refused" line, none a tool's.
+    new = AuditLog(http_server.audit_path).read()[before:]
+    assert new and {(line["tool"], line["decision"], line["status"]) for line in new} == {("http", "refused", 401)}
 
 
 def test_http_right_token_is_served_with_its_scope(http_server: HttpServer, seeded_graph: SeededGraph) -> None:
