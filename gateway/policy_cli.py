@@ -21,7 +21,7 @@ from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.errors import SetupError
-from gateway.policy import TOOL_NAMES, Limits, Policy, PolicyError, load_policy
+from gateway.policy import POLICIES_DIR, TOOL_NAMES, Limits, Policy, PolicyError, load_policy
 
 EXIT_ALLOWED = 0
 EXIT_INVALID_POLICY = 1  # `policy lint` found problems
@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
     policy_parser = subparsers.add_parser("policy", help="show or lint a policy file")
     actions = policy_parser.add_subparsers(dest="policy_action", required=True, metavar="ACTION")
     show = actions.add_parser("show", help="print a policy as a table for a reviewer")
-    show.add_argument("file", nargs="?", help="policy file (default: policies/default.yaml)")
+    show.add_argument("file", nargs="?", help="policy file, or the name of a shipped policy (default: default)")
     show.set_defaults(handler=_handle_show)
     lint = actions.add_parser("lint", help="validate one policy file (exit 0 valid, 1 invalid)")
     lint.add_argument("file", help="policy file")
@@ -256,9 +256,46 @@ def _wrap(text: str, width: int) -> list[str]:
     return out
 
 
+def shipped_policies() -> dict[str, Path]:
+    """The policies the package ships, by name (the file's stem): ``default``, …."""
+    return {path.stem: path for path in sorted(POLICIES_DIR.glob("*.yaml"))}
+
+
+def find_policy_file(given: str) -> tuple[Path, str | None]:
+    """The file ``given`` names, and a note when it is a shipped policy rather than a local file.
+
+    ``given`` is a path; when nothing is there, a bare name (``default``) or a path of the
+    checkout's shape (``policies/default.yaml``, ``default.yaml``) names the shipped policy of
+    that name, so the commands the docs show work from an installed wheel, outside a checkout.
+    Anything else that is not a file is an error naming what was looked up.
+    """
+    path = Path(given).expanduser()
+    if path.is_file():
+        return path, None
+    shipped = shipped_policies()
+    bare = path.name == given and not path.suffix
+    checkout_shaped = path.suffix in (".yaml", ".yml") and path.parent in (Path("."), Path("policies"))
+    name = path.stem if (bare or checkout_shaped) else None
+    if name is not None and name in shipped:
+        note = None if bare else f"{given} is not a file here; using the shipped policy {name!r} ({shipped[name]})"
+        return shipped[name], note
+    looked = f"looked for the file {path.absolute()}"
+    if name is not None:
+        looked += f" and a shipped policy named {name!r} in {POLICIES_DIR}"
+    raise PolicyError(
+        f"no policy {given!r}: {looked}; shipped policies: {', '.join(shipped) or '(none)'} "
+        "(give one's name, or the path of your own policy file)"
+    )
+
+
 def _handle_show(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.file)
+        file = None
+        if args.file is not None:
+            file, note = find_policy_file(args.file)
+            if note is not None:
+                print(f"cypher-gateway: {note}", file=sys.stderr)
+        policy = load_policy(file)
     except PolicyError as exc:
         return _usage_error(str(exc))
     print(render_policy(policy))

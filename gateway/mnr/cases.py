@@ -21,6 +21,8 @@ docs/mnr.md describes every field and the exact pass/fail rules.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -106,6 +108,16 @@ class PrincipalSpec(_Strict):
     scope: tuple[str, ...] = ()
 
 
+# The layers that keep a case's query a checked read: with one of them off, what the file says
+# reaches Neo4j unchecked (LOAD CSV fetching a URL, a procedure off the allow-list). Suites
+# come from pull requests, so a file alone never switches these off: the run must also be
+# given a LayerPermit for the case (`mnr run --allow-layers-off`, pytest
+# `--mnr-allow-layers-off`). READ mode is not a switch at all. The scope layers are not
+# here: with the guard and the EXPLAIN check on, switching them off only shows the case
+# more of its own fixture, which is what the layer-alone cases are for.
+GUARDING_LAYERS = ("guard", "explain_check")
+
+
 class LayersSpec(_Strict):
     """Switch gateway layers off for one case (to prove another layer holds alone)."""
 
@@ -113,6 +125,10 @@ class LayersSpec(_Strict):
     scope_rewrite: bool = True
     explain_check: bool = True
     result_check: bool = True
+
+    def guarding_off(self) -> tuple[str, ...]:
+        """The guarding layers this spec switches off (they need a LayerPermit)."""
+        return tuple(name for name in GUARDING_LAYERS if not getattr(self, name))
 
 
 class Defaults(_Strict):
@@ -232,6 +248,29 @@ class ResolvedCase(BaseModel):
     principal: PrincipalSpec
     tool: ToolName
     params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LayerPermit:
+    """Leave, given on the command line, for cases of one file to switch guarding layers off.
+
+    ``file`` is the case file (resolved); ``case`` a glob over case ids (``*``: every case
+    of that file). There is no form that covers every file: each one is named.
+    """
+
+    file: Path
+    case: str = "*"
+
+    @classmethod
+    def parse(cls, text: str, base: Path) -> LayerPermit:
+        """``FILE`` or ``FILE::CASE``, ``FILE`` relative to ``base``."""
+        file, sep, case = text.partition("::")
+        if not file.strip() or (sep and not case.strip()):
+            raise SuiteError(f"{text!r} is not FILE or FILE::CASE (a case file, and a case id or glob)")
+        return cls(file=(base / file).resolve(), case=case if sep else "*")
+
+    def allows(self, suite: Suite, case: Case) -> bool:
+        return suite.source == self.file and fnmatchcase(case.id, self.case)
 
 
 class SuiteError(Exception):

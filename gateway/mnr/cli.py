@@ -1,7 +1,9 @@
-"""``cypher-gateway mnr run PATH… [--junit FILE]``: run must-not-retrieve suites.
+"""``cypher-gateway mnr run PATH… [--junit FILE] [--policy FILE] [--allow-layers-off FILE[::CASE]]``.
 
-Exit 0 when every case passed, 1 when any case failed or errored, 2 on a
-usage error (no case file found, an invalid case file or policy).
+Runs must-not-retrieve suites under the policy every other command uses (``--policy``,
+else the settings' ``policy_file``, i.e. ``GATEWAY_POLICY_FILE``). Exit 0 when every case
+passed, 1 when any case failed or errored, 2 on a usage error (no case file found, an
+invalid case file or policy, suites written for another policy than the one in force).
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="case files or directories")
     run.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML here")
-    run.add_argument("--policy", metavar="FILE", help="policy file (default: policies/default.yaml)")
+    run.add_argument("--policy", metavar="FILE", help="policy file, or a shipped policy's name "
+                     "(default: the settings' policy_file: GATEWAY_POLICY_FILE, else the shipped default)")  # fmt: skip
+    run.add_argument(
+        "--allow-layers-off", action="append", default=[], metavar="FILE[::CASE]", dest="allow_layers_off",
+        help="let these cases switch off the guard or the EXPLAIN check as their file says (CASE: an id or glob; "
+        "FILE alone: all its cases). Without it such a case is an error and never runs. Repeatable.",
+    )  # fmt: skip
     run.set_defaults(handler=_handle_run)
     seed = actions.add_parser("seed", help="seed the built-in fixture memory graph (replaces its old copy)")
     seed.set_defaults(handler=_handle_seed)
@@ -42,7 +50,7 @@ def _usage(message: str) -> int:
 def _handle_run(args: argparse.Namespace) -> int:
     # Lazy: `cypher-gateway --help` must not pay for the runner or the driver.
     from gateway.errors import SetupError
-    from gateway.mnr.cases import SuiteError, discover, load_suite
+    from gateway.mnr.cases import LayerPermit, SuiteError, discover, load_suite
     from gateway.mnr.report import junit_xml, table
     from gateway.mnr.runner import MnrSession
     from gateway.policy import load_policy
@@ -52,11 +60,23 @@ def _handle_run(args: argparse.Namespace) -> int:
         return _usage("no *.mnr.yaml files under " + ", ".join(str(p) for p in args.paths))
     try:
         suites = [load_suite(f) for f in files]
-        policy = load_policy(args.policy)
+        permits = [LayerPermit.parse(text, Path.cwd()) for text in args.allow_layers_off]
+        file, source = _policy_file(args.policy)
+        policy = load_policy(file)
     except (SuiteError, SetupError) as exc:
         return _usage(str(exc))
+    mismatched = [s for s in suites if s.policy != policy.name]
+    if mismatched:
+        # Said once for the run, not once per case: every case of these files would be an error.
+        lines = [f"the policy in force is {policy.name!r} ({file}, {source}), but:"]
+        lines += [f"  {s.source or s.name} assumes {s.policy!r} ({len(s.cases)} cases)" for s in mismatched]
+        lines.append(
+            "choose the policy the suites were written for with --policy FILE (a path, or a shipped "
+            "policy's name); run suites written for different policies separately. Nothing was run."
+        )
+        return _usage("\n".join(lines))
     try:
-        session = MnrSession(policy=policy)
+        session = MnrSession(policy=policy, layer_permits=permits)
     except SetupError as exc:
         return _usage(str(exc))
     with session:
@@ -65,6 +85,20 @@ def _handle_run(args: argparse.Namespace) -> int:
     if args.junit is not None:
         args.junit.write_text(junit_xml(outcomes), encoding="utf-8")
     return EXIT_PASSED if all(o.status == "passed" for o in outcomes) else EXIT_FAILED
+
+
+def _policy_file(given: str | None) -> tuple[Path, str]:
+    """The policy file a run uses and where that choice came from, as every command chooses it."""
+    from gateway.config import load_settings
+    from gateway.policy import DEFAULT_POLICY_PATH
+    from gateway.policy_cli import find_policy_file
+
+    if given is not None:
+        return find_policy_file(given)[0], "from --policy"
+    file = load_settings().policy_file
+    if file == DEFAULT_POLICY_PATH:
+        return file, "the shipped default"
+    return file, "the settings' policy_file: GATEWAY_POLICY_FILE or the config file"
 
 
 def _handle_seed(args: argparse.Namespace) -> int:

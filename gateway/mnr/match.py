@@ -8,9 +8,10 @@ hit for the elements its endpoints name (a visible edge must not point at a
 hidden node). Answers carry element tokens local to the answer, not Neo4j's
 ids, so an edge's endpoints are known from the fixture itself (the keys of the
 relationships at each element); a Neo4j id found anyway still counts. Plain
-strings are compared to keys, element ids and fingerprints, so ``RETURN
-f.text`` or ``RETURN elementId(f)`` (with the rewrite off) leaks as surely as
-``RETURN f``.
+strings are compared to keys, element ids and fingerprints (every string value
+only that fixture element holds, however short), so ``RETURN f.text``, ``RETURN
+e.name`` giving "Ada" or ``RETURN elementId(f)`` (with the rewrite off) leaks as
+surely as ``RETURN f``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class FixtureElement:
 
     key: str
     element_ids: frozenset[str]
-    # String property values no other fixture element holds (the key is always one).
+    # String property values no other fixture element holds, of any length (the key is always one).
     fingerprints: frozenset[str] = field(default_factory=frozenset)
     # Keys of the fixture relationships that start or end at this element.
     relationships: frozenset[str] = field(default_factory=frozenset)

@@ -5,7 +5,9 @@ marked ``integration``: they run against the real sandbox and Neo4j. One
 :class:`MnrSession` (one warm pool) serves every item of the pytest session
 and is closed when the session ends. Neo4j: NEO4J_URI & co., else the managed
 one (started if needed); the sandbox image is built when missing. A missing
-service fails the items with a message naming it; nothing is skipped.
+service fails the items with a message naming it; nothing is skipped. The policy is the
+settings' ``policy_file`` (``GATEWAY_POLICY_FILE``). A case whose file switches off the
+guard or the EXPLAIN check fails unless ``--mnr-allow-layers-off FILE[::CASE]`` names it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ _SETUP_ERROR_KEY = pytest.StashKey[str]()
 
 class MnrCaseFailed(Exception):
     """Raised by an item whose case did not pass; carries the runner's message."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mnr", "must-not-retrieve suites")
+    group.addoption(
+        "--mnr-allow-layers-off", action="append", default=[], metavar="FILE[::CASE]", dest="mnr_allow_layers_off",
+        help="let these cases switch off the guard or the EXPLAIN check as their file says (FILE relative to "
+        "the rootdir, as in test ids; CASE an id or glob; FILE alone: all its cases). Without it such a case "
+        "fails and never runs. Repeatable.",
+    )  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -85,7 +97,7 @@ def _session(config: pytest.Config) -> Any:
     if error is not None:
         pytest.fail(error, pytrace=False)
     try:
-        session = _start()
+        session = _start(config)
     except Exception as exc:
         config.stash[_SETUP_ERROR_KEY] = f"must-not-retrieve suites need the real services: {exc}"
         pytest.fail(config.stash[_SETUP_ERROR_KEY], pytrace=False)
@@ -93,9 +105,11 @@ def _session(config: pytest.Config) -> Any:
     return session
 
 
-def _start() -> Any:
+def _start(config: pytest.Config) -> Any:
+    from gateway.mnr.cases import LayerPermit
     from gateway.mnr.runner import MnrSession
     from gateway.ops import images, neo4j_local
 
+    permits = [LayerPermit.parse(text, config.rootpath) for text in config.getoption("mnr_allow_layers_off")]
     connection = neo4j_local.resolve(start_managed=True)
-    return MnrSession(connection=connection, image=images.ensure_sandbox_image())
+    return MnrSession(connection=connection, image=images.ensure_sandbox_image(), layer_permits=permits)

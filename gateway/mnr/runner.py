@@ -23,7 +23,7 @@ from gateway.config import connection_settings, load_settings, neo4j_connection
 from gateway.connection import Neo4jConnection
 from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.errors import Busy, GatewayError, InvalidInput, QueryRejected
-from gateway.mnr.cases import Case, ResolvedCase, Selector, Suite
+from gateway.mnr.cases import Case, LayerPermit, ResolvedCase, Selector, Suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.policy import Policy, load_policy
 from gateway.runner import Runner
@@ -111,7 +111,9 @@ class MnrSession:
     ``runner``: leave it out to start a real ``SandboxRunner`` (pool of 2) on first use;
     pass one to share it; pass ``None`` for a gateway without a sandbox (every answer is
     ``<tool>:disabled``). ``layers``: when given, overrides every case's layer switches
-    (e.g. to show what leaks with the scope layers off).
+    (e.g. to show what leaks with the scope layers off). ``layer_permits``: the cases whose
+    files may switch a guarding layer off (``cases.GUARDING_LAYERS``); any other case that
+    does is an error and never runs.
     """
 
     def __init__(
@@ -123,11 +125,13 @@ class MnrSession:
         image: str | None = None,
         layers: LayerSwitches | None = None,
         pool_size: int = POOL_SIZE,
+        layer_permits: Iterable[LayerPermit] = (),
     ) -> None:
         self.connection = connection or connection_from_env()
         self.settings = connection_settings(self.connection, sandbox_image=image, pool_size=pool_size)
         self.policy = policy or load_policy(self.settings.policy_file)
         self.layers = layers
+        self.layer_permits = tuple(layer_permits)
         self._started: Composed | None = None
         # Started on first use unless one was passed in (a shared runner, or None for no sandbox).
         self._runner_ready = not isinstance(runner, _Unset)
@@ -218,6 +222,11 @@ class MnrSession:
             outcome.status = "error"
             outcome.failures = [policy_mismatch(suite, self.policy)]
             return outcome
+        unpermitted = self._unpermitted(suite, case)
+        if unpermitted is not None:
+            outcome.status = "error"
+            outcome.failures = [unpermitted]
+            return outcome
         try:
             self.prepare(suite)
             for _attempt in range(FIXTURE_RETRIES):
@@ -243,6 +252,20 @@ class MnrSession:
             outcome.failures = [f"harness error: {type(exc).__name__}: {exc}"]
         outcome.duration_ms = (time.monotonic() - started) * 1000
         return outcome
+
+    def _unpermitted(self, suite: Suite, case: Case) -> str | None:
+        """Why the case may not run as its file says, when it switches a guarding layer off unpermitted."""
+        if self.layers is not None or case.layers is None:
+            return None  # the caller's own switches (code, not a file) replace the file's
+        off = case.layers.guarding_off()
+        if not off or any(permit.allows(suite, case) for permit in self.layer_permits):
+            return None
+        named = f"{_shown(suite.source)}::{case.id}"
+        return (
+            f"{_shown(suite.source)}: case {case.id!r} switches off {' and '.join(off)}, so its query would reach "
+            f"Neo4j unchecked; a case file alone cannot do that: allow it on the command line with "
+            f"`mnr run --allow-layers-off {named}` (pytest: `--mnr-allow-layers-off {named}`)"
+        )
 
     def _present(self, suite: Suite, case: Case) -> dict[str, FixtureElement]:
         """The fixture's elements; reseeded once when some the case names are gone (wiped elsewhere)."""
@@ -359,6 +382,16 @@ def policy_mismatch(suite: Suite, policy: Policy) -> str:
         f"{suite.name} assumes policy {suite.policy!r}, but the policy in force is {policy.name!r}: "
         "its expectations say nothing about another policy"
     )
+
+
+def _shown(path: Path | None) -> str:
+    """A case file as a reader would type it: relative to the working directory when inside it."""
+    if path is None:
+        return "<suite>"
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _same_ids(before: dict[str, FixtureElement], after: dict[str, FixtureElement]) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.connection import Neo4jConnection
-from gateway.mnr.cases import Case, Selector, Suite, SuiteError, discover, load_suite
+from gateway.mnr.cases import Case, LayerPermit, Selector, Suite, SuiteError, discover, load_suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.mnr.report import junit_xml, summary, table
 from gateway.mnr.runner import CaseOutcome, MnrSession
@@ -242,3 +242,47 @@ def test_table_lists_every_case_and_the_failures() -> None:
     assert "s::leak FAILED" in text and "harness error: boom" in text
     assert text.endswith(summary(OUTCOMES))
     assert summary(OUTCOMES) == "3 cases: 1 passed, 1 failed, 1 errors"
+
+
+def test_a_layer_permit_names_one_file_and_a_case_glob(tmp_path: Path) -> None:
+    path = tmp_path / "s.mnr.yaml"
+    path.write_text(
+        "policy: default\nfixture: builtin:memory\ndefaults: {tool: analyze, principal: {name: p}}\ncases:\n"
+        "- {id: guard-off, query: RETURN 1, max_rows: 1, layers: {guard: false}}\n"
+        "- {id: explain-off, query: RETURN 1, max_rows: 1, layers: {explain_check: false, result_check: false}}\n"
+        "- {id: scope-off, query: RETURN 1, max_rows: 1, layers: {scope_rewrite: false, result_check: false}}\n"
+    )
+    suite = load_suite(path)
+    guard_off, explain_off, _scope_off = suite.cases
+    assert [c.layers.guarding_off() for c in suite.cases if c.layers] == [("guard",), ("explain_check",), ()]
+    whole_file = LayerPermit.parse("s.mnr.yaml", tmp_path)
+    assert whole_file.allows(suite, guard_off) and whole_file.allows(suite, explain_off)
+    one_case = LayerPermit.parse("s.mnr.yaml::guard-*", tmp_path)
+    assert one_case.allows(suite, guard_off) and not one_case.allows(suite, explain_off)
+    # Another file of the same name elsewhere is another file.
+    assert not LayerPermit.parse("other/s.mnr.yaml", tmp_path).allows(suite, guard_off)
+    for bad in ("", "::guard-off", "s.mnr.yaml::"):
+        with pytest.raises(SuiteError, match="FILE or FILE::CASE"):
+            LayerPermit.parse(bad, tmp_path)
+
+
+def test_the_runner_refuses_an_unpermitted_guarding_switch_before_anything_runs(tmp_path: Path) -> None:
+    path = tmp_path / "u.mnr.yaml"
+    path.write_text(
+        "policy: default\nfixture: builtin:memory\ndefaults: {tool: analyze, principal: {name: p}}\ncases:\n"
+        "- {id: all-off, query: RETURN 1, max_rows: 1, layers: {guard: false, explain_check: false}}\n"
+        "- {id: scope-only, query: RETURN 1, max_rows: 1, layers: {scope_rewrite: false}}\n"
+    )
+    suite = load_suite(path)
+    nowhere = Neo4jConnection(uri="bolt://127.0.0.1:1", user="neo4j", password="unused")
+    with MnrSession(connection=nowhere, runner=None) as session:
+        off, scope_only = session.run_suite(suite)
+    assert off.status == "error" and len(off.failures) == 1
+    assert f"{path}: case 'all-off' switches off guard and explain_check" in off.failures[0]
+    assert f"--allow-layers-off {path}::all-off" in off.failures[0] and "--mnr-allow-layers-off" in off.failures[0]
+    # The scope layers alone need no permit: the case went on to the harness (no Neo4j here).
+    assert scope_only.failures[0].startswith("harness error")
+    permit = LayerPermit.parse(str(path) + "::all-off", tmp_path)
+    with MnrSession(connection=nowhere, runner=None, layer_permits=[permit]) as session:
+        permitted = session.run_case(suite, suite.cases[0])
+    assert permitted.failures[0].startswith("harness error")

@@ -6,18 +6,21 @@ JUnit file, and the pytest plugin collecting ``*.mnr.yaml`` files.
 
 from __future__ import annotations
 
+import http.server
 import subprocess
 import sys
 import textwrap
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
 from gateway.connection import Neo4jConnection
 from gateway.domain import LayerSwitches
-from gateway.mnr.cases import Suite, load_suite
+from gateway.mnr.cases import LayerPermit, Suite, load_suite
 from gateway.mnr.runner import CaseOutcome, MnrSession
 from gateway.runner import SandboxRunner
 from tests.support.env import neo4j_env
@@ -252,3 +255,126 @@ def test_pytest_plugin_collects_cases_as_integration_items(tmp_path: Path, neo4j
     assert proc.returncode == 1, out
     assert "1 failed, 1 passed" in out
     assert "plug::leaks-by-design FAILED" in out and "LEAKED uid=fact-g-2" in out
+
+
+# --- a short value still names its element ---------------------------------------------------------
+
+SHORT_FIXTURE = """\
+MATCH (n:MnrShortValues) DETACH DELETE n;
+CREATE (:MnrShortValues:Entity {uid: 'ent-ada', name: 'Ada', layers: ['project-b']}),
+       (:MnrShortValues:Entity {uid: 'ent-bob', name: 'Bob', layers: ['project-a']});
+"""
+
+
+def test_a_short_property_value_returned_plain_is_a_leak(
+    tmp_path: Path, neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner, neo4j_driver: Any
+) -> None:
+    (tmp_path / "short.cypher").write_text(SHORT_FIXTURE)
+    path = tmp_path / "short.mnr.yaml"
+    path.write_text(
+        HEADER.replace("builtin:memory", "short.cypher")
+        + "  - id: names\n    query: MATCH (e:MnrShortValues) RETURN e.name AS name ORDER BY name\n"
+        "    must_not_retrieve: [{uid: ent-ada}]\n"
+    )
+    suite = load_suite(path)
+    switched_off = LayerSwitches(scope_rewrite=False, result_check=False)
+    try:
+        with MnrSession(connection=neo4j_connection, runner=shared_runner, layers=switched_off) as leaky:
+            outcome = _only(leaky.run_suite(suite))
+        with MnrSession(connection=neo4j_connection, runner=shared_runner) as scoped:
+            held = _only(scoped.run_suite(suite))
+    finally:
+        with neo4j_driver.session(database=neo4j_connection.database) as db:
+            db.run("MATCH (n:MnrShortValues) DETACH DELETE n").consume()
+    # "Ada" is three characters, but only ent-ada holds it: the answer named the hidden entity.
+    assert outcome.row_count == 2
+    assert outcome.status == "failed", outcome.message()
+    assert outcome.failures == ["LEAKED uid=ent-ada: row 0 name: string 'Ada' (a property only ent-ada holds)"]
+    assert held.status == "passed" and held.row_count == 1, held.message()
+
+
+# --- a file alone never switches the guard off: LOAD CSV must not reach Neo4j ----------------------
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    paths: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).paths.append(self.path)
+        body = b"uid\nfetched\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/csv")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def url_trap() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on the loopback (where the managed Neo4j runs) that records every fetch."""
+
+    class Recorder(_Recorder):  # a fresh list of paths per test
+        paths: ClassVar[list[str]] = []
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/exfil.csv", Recorder.paths
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _load_csv_case(url: str) -> str:
+    return (
+        "  - id: fetch-a-url\n"
+        "    layers: {guard: false, scope_rewrite: false, explain_check: false, result_check: false}\n"
+        f"    query: \"LOAD CSV WITH HEADERS FROM '{url}' AS row RETURN row.uid AS uid\"\n"
+        "    must_not_retrieve: [{text: fetched}]\n"
+    )
+
+
+def test_a_file_switching_every_layer_off_never_reaches_neo4j_without_the_flag(
+    tmp_path: Path, neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner, url_trap: tuple[str, list[str]]
+) -> None:
+    url, fetched = url_trap
+    path = tmp_path / "unguarded.mnr.yaml"
+    path.write_text(HEADER + _load_csv_case(url))
+    suite = load_suite(path)
+    with MnrSession(connection=neo4j_connection, runner=shared_runner) as session:
+        refused = _only(session.run_suite(suite))
+    assert refused.status == "error"
+    assert f"{path}: case 'fetch-a-url' switches off guard and explain_check" in refused.failures[0]
+    assert f"--allow-layers-off {path}::fetch-a-url" in refused.failures[0]
+    assert fetched == []
+    # The control: permitted on the command line, the same file does make Neo4j fetch the URL,
+    # so the empty list above means the query never ran, not that the trap cannot see it.
+    permit = LayerPermit.parse(f"{path}::fetch-a-url", tmp_path)
+    with MnrSession(connection=neo4j_connection, runner=shared_runner, layer_permits=[permit]) as session:
+        permitted = _only(session.run_suite(suite))
+    assert fetched == ["/exfil.csv"], permitted.message()
+    assert permitted.status == "failed" and permitted.failures[0].startswith("LEAKED text~'fetched'")
+
+
+def test_the_pytest_plugin_needs_its_option_for_a_guarding_switch(
+    tmp_path: Path, neo4j_connection: Neo4jConnection, url_trap: tuple[str, list[str]]
+) -> None:
+    url, fetched = url_trap
+    (tmp_path / "plug.mnr.yaml").write_text(HEADER + _load_csv_case(url))
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    integration: real services\n")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(tmp_path)]
+    env = neo4j_env(neo4j_connection)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 failed" in out, out
+    assert "--mnr-allow-layers-off plug.mnr.yaml::fetch-a-url" in out
+    assert fetched == []
+    permitted = [*cmd, "--mnr-allow-layers-off", "plug.mnr.yaml::fetch-a-url"]
+    proc = subprocess.run(permitted, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert "LEAKED text~'fetched'" in out and "switches off" not in out, out
+    assert fetched == ["/exfil.csv"]

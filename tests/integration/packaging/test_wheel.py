@@ -163,6 +163,9 @@ def test_from_nothing_to_an_answer_outside_the_checkout(installed: Installed) ->
 
     shown = installed.run("policy", "show")
     assert "Policy 'default'" in shown.stdout and "write.clause" in shown.stdout
+    # The path the docs show names the shipped copy when no checkout is around.
+    shown = installed.run("policy", "show", "policies/default.yaml")
+    assert "Policy 'default'" in shown.stdout and "using the shipped policy 'default'" in shown.stderr
 
     built = json.loads(installed.run("images", "build").stdout)
     # Same sources, same content hashes: the installed copies are the checkout's files.
