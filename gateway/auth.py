@@ -32,15 +32,21 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gateway.domain import Principal
 from gateway.errors import SetupError
+from gateway.oauth import ResourceServer, TokenRefused
 
 log = logging.getLogger(__name__)
 
 # Where the middleware leaves the authenticated principal in the ASGI scope.
 PRINCIPAL_SCOPE_KEY = "cypher_gateway.principal"
+# With an OAuth token: the gated tools its scopes grant (absent: a tokens-file principal, every tool),
+# and the verified identity (issuer, subject).
+TOOLS_SCOPE_KEY = "cypher_gateway.tools"
+IDENTITY_SCOPE_KEY = "cypher_gateway.oauth_identity"
 # The same principal for handlers that get no request object (static MCP resources);
 # tasks spawned while serving the request inherit it.
 CURRENT_PRINCIPAL: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
@@ -171,25 +177,50 @@ def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
 
 
 class BearerAuth:
-    """ASGI middleware: authenticate (unless ``tokens`` is None, the loud opt-out) and cap body size."""
+    """ASGI middleware: authenticate (unless no method is configured, the loud opt-out) and cap body size.
 
-    def __init__(self, app: ASGIApp, tokens: TokenTable | None, *, max_body_bytes: int) -> None:
+    A bearer token is looked up in the tokens file first, then (when ``oauth`` is set) verified as
+    an OAuth JWT; both may be on at once. With OAuth on, the Protected Resource Metadata (RFC 9728)
+    is served here without authentication, and every 401 names it in ``WWW-Authenticate``.
+    """
+
+    def __init__(
+        self, app: ASGIApp, tokens: TokenTable | None, *, max_body_bytes: int, oauth: ResourceServer | None = None
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.max_body_bytes = max_body_bytes
+        self.oauth = oauth
+        self._metadata_paths = oauth.metadata_paths() if oauth is not None else ()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
-        if self.tokens is not None:
+        if self.oauth is not None and scope.get("path") in self._metadata_paths:
+            await _respond_json(send, 200, self.oauth.metadata())
+            return
+        if self.tokens is not None or self.oauth is not None:
             token = bearer_token(headers)
-            principal = self.tokens.authenticate(token) if token is not None else None
+            if token is None:
+                log.warning("HTTP request refused: no bearer token")
+                await self._unauthorized(send, None, "a valid bearer token is required")
+                return
+            principal = self.tokens.authenticate(token) if self.tokens is not None else None
+            if principal is None and self.oauth is not None:
+                try:
+                    found = await anyio.to_thread.run_sync(self.oauth.verifier.verify, token)
+                except TokenRefused as exc:
+                    log.warning("HTTP request refused: OAuth token %s", exc.reason)
+                    await self._unauthorized(send, "invalid_token", f"the bearer token was refused: {exc.reason}")
+                    return
+                principal = found.principal
+                scope[TOOLS_SCOPE_KEY] = found.tools
+                scope[IDENTITY_SCOPE_KEY] = found
             if principal is None:
-                log.warning("HTTP request refused: %s", "no bearer token" if token is None else "unknown token")
-                await _respond(send, 401, "unauthorized", "a valid bearer token is required",
-                               extra=[(b"www-authenticate", b'Bearer realm="cypher-gateway"')])  # fmt: skip
+                log.warning("HTTP request refused: unknown token")
+                await self._unauthorized(send, "invalid_token", "a valid bearer token is required")
                 return
             scope[PRINCIPAL_SCOPE_KEY] = principal
         else:
@@ -203,6 +234,16 @@ class BearerAuth:
             await self.app(scope, self._capped(receive, send), send)
         finally:
             CURRENT_PRINCIPAL.reset(reset)
+
+    async def _unauthorized(self, send: Send, error: str | None, message: str) -> None:
+        # RFC 6750 §3: no error code when no token came; RFC 9728 §5.1: where the metadata is.
+        params = ['realm="cypher-gateway"']
+        if self.oauth is not None:
+            params.append(f'resource_metadata="{self.oauth.metadata_url()}"')
+        if error is not None:
+            params.append(f'error="{error}"')
+        challenge = ("Bearer " + ", ".join(params)).encode("latin-1")
+        await _respond(send, 401, "unauthorized", message, extra=[(b"www-authenticate", challenge)])
 
     def _capped(self, receive: Receive, send: Send) -> Receive:
         # A chunked body declares no length: count it as it arrives.
@@ -230,6 +271,18 @@ def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+async def _respond_json(send: Send, status: int, document: dict[str, Any]) -> None:
+    body = json.dumps(document).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})  # fmt: skip
 
 
 async def _respond(

@@ -22,6 +22,7 @@ from gateway.auth import BearerAuth, TokenTable
 from gateway.compose import compose, stdio_principal
 from gateway.config import ConfigError, GatewaySettings, load_settings
 from gateway.errors import SetupError
+from gateway.oauth import ResourceServer, resource_server
 
 log = logging.getLogger("gateway.server")
 
@@ -47,6 +48,9 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, **overrides)
         tokens = _tokens(settings, args)
+        oauth = None if args.transport != "http" or args.insecure_no_auth else resource_server(settings)
+        if oauth is not None:
+            _say(f"OAuth bearer auth on: tokens from {settings.oauth_issuer} for {settings.oauth_resource}")
         composed = compose(settings)
     except SetupError as exc:
         _say(f"cannot start: {exc}")
@@ -66,7 +70,7 @@ def _serve(args: argparse.Namespace) -> int:
             server.run("stdio")
         else:
             server = build_server(composed.gateway, stdio_resolver(principal))
-            _run_http(server, settings, tokens)
+            _run_http(server, settings, tokens, oauth)
     except _Terminated as signalled:
         terminated = signalled
     finally:
@@ -107,8 +111,10 @@ def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable |
             _say("WARNING: --insecure-no-auth: HTTP requests are served WITHOUT authentication")
         return None
     if settings.tokens_file is None:
+        if settings.oauth_issuer is not None:
+            return None  # OAuth tokens only
         raise ConfigError(
-            "tokens_file (GATEWAY_TOKENS_FILE or --tokens-file) is required for HTTP; "
+            "tokens_file (GATEWAY_TOKENS_FILE or --tokens-file) or oauth_issuer is required for HTTP; "
             "--insecure-no-auth serves anonymously and is meant only for throwaway local tests"
         )
     table = TokenTable.load(settings.tokens_file)
@@ -126,7 +132,9 @@ def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable |
     return table
 
 
-def http_app(server: Any, settings: GatewaySettings, tokens: TokenTable | None) -> BearerAuth:
+def http_app(
+    server: Any, settings: GatewaySettings, tokens: TokenTable | None, oauth: ResourceServer | None = None
+) -> BearerAuth:
     """The ASGI app: auth and size limits in front of the SDK's stateless streamable-HTTP app.
 
     Responses are event streams, not plain JSON: a client that cancels a call closes its stream,
@@ -140,16 +148,16 @@ def http_app(server: Any, settings: GatewaySettings, tokens: TokenTable | None) 
         max_request_body_size=settings.http_max_body_bytes,
         host=settings.http_host,
     )
-    return BearerAuth(inner, tokens, max_body_bytes=settings.http_max_body_bytes)
+    return BearerAuth(inner, tokens, max_body_bytes=settings.http_max_body_bytes, oauth=oauth)
 
 
-def _run_http(server: Any, settings: GatewaySettings, tokens: TokenTable | None) -> None:
+def _run_http(server: Any, settings: GatewaySettings, tokens: TokenTable | None, oauth: ResourceServer | None) -> None:
     import uvicorn
 
     if settings.http_host not in ("127.0.0.1", "localhost", "::1"):
         _say(f"WARNING: binding {settings.http_host}: reachable beyond this machine")
     _say(f"serving streamable HTTP on http://{settings.http_host}:{settings.http_port}{settings.http_path}")
-    uvicorn.run(http_app(server, settings, tokens), host=settings.http_host, port=settings.http_port,
+    uvicorn.run(http_app(server, settings, tokens, oauth), host=settings.http_host, port=settings.http_port,
                 log_level="warning")  # fmt: skip
 
 
