@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gateway.domain import Principal
 from gateway.errors import SetupError
-from gateway.oauth import ResourceServer, TokenRefused
+from gateway.oauth import GATED_TOOLS, ResourceServer, TokenRefused
 
 log = logging.getLogger(__name__)
 
@@ -229,11 +229,32 @@ class BearerAuth:
         if declared is not None and declared > self.max_body_bytes:
             await _respond(send, 413, "too_large", f"request body over {self.max_body_bytes} bytes")
             return
+        body_receive = self._capped(receive, send)
+        granted = scope.get(TOOLS_SCOPE_KEY)
+        if granted is not None and scope.get("method") == "POST":
+            # An OAuth token's scopes gate tools: a call to a tool it lacks is 403 insufficient_scope
+            # (the MCP scope challenge), before the SDK sees it. The body is capped, so buffering is bounded.
+            messages = await _buffered(body_receive)
+            if any(m["type"] == "http.disconnect" for m in messages):
+                return  # the client left, or the cap answered 413 already
+            lacking = ungranted_tool(b"".join(m.get("body", b"") for m in messages), granted)
+            if lacking is not None:
+                log.warning("HTTP request refused: OAuth token lacks the %s scope", lacking)
+                await self._forbidden(send, lacking)
+                return
+            body_receive = _replay(messages, receive)
         reset = CURRENT_PRINCIPAL.set(scope[PRINCIPAL_SCOPE_KEY])
         try:
-            await self.app(scope, self._capped(receive, send), send)
+            await self.app(scope, body_receive, send)
         finally:
             CURRENT_PRINCIPAL.reset(reset)
+
+    async def _forbidden(self, send: Send, tool: str) -> None:
+        assert self.oauth is not None
+        challenge = (f'Bearer realm="cypher-gateway", resource_metadata="{self.oauth.metadata_url()}", '
+                     f'error="insufficient_scope", scope="{tool}"').encode("latin-1")  # fmt: skip
+        await _respond(send, 403, "insufficient_scope", f"the bearer token lacks the {tool!r} scope",
+                       extra=[(b"www-authenticate", challenge)])  # fmt: skip
 
     async def _unauthorized(self, send: Send, error: str | None, message: str) -> None:
         # RFC 6750 §3: no error code when no token came; RFC 9728 §5.1: where the metadata is.
@@ -261,6 +282,38 @@ class BearerAuth:
             return message
 
         return capped_receive
+
+
+def ungranted_tool(body: bytes, granted: frozenset[str]) -> str | None:
+    """The gated tool a JSON-RPC body calls without its scope, or None (unparsable bodies are the SDK's to refuse)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    for item in document if isinstance(document, list) else [document]:
+        if isinstance(item, dict) and item.get("method") == "tools/call" and isinstance(item.get("params"), dict):
+            name = item["params"].get("name")
+            if name in GATED_TOOLS and name not in granted:
+                return str(name)
+    return None
+
+
+async def _buffered(receive: Receive) -> list[Message]:
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replay() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
