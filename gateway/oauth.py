@@ -34,7 +34,7 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict
 
 from gateway.domain import Principal
-from gateway.errors import SetupError
+from gateway.errors import ErrorCode, GatewayError, SetupError
 
 if TYPE_CHECKING:
     from gateway.config import GatewaySettings
@@ -56,6 +56,12 @@ MAX_NAME_CHARS = 256
 
 class OAuthConfigError(SetupError):
     """The OAuth settings are incomplete or unsafe; the message names the setting."""
+
+
+class InsufficientScope(GatewayError):
+    """A tool call the token's OAuth scopes do not grant (the HTTP middleware answers 403 before this)."""
+
+    code: ErrorCode = "rejected"
 
 
 class TokenRefused(Exception):

@@ -31,6 +31,7 @@ from gateway import __version__, answer
 from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY
 from gateway.domain import CheckResult, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import Busy, GatewayError, InternalError, InvalidInput, QueryRejected
+from gateway.oauth import InsufficientScope
 from gateway.policy import Policy
 from gateway.service import Gateway
 
@@ -245,7 +246,7 @@ def build_server(
         except Exception as exc:  # outside the Gateway's own steps: still a typed, audited answer
             return error_result(gateway.failed_unexpectedly(tool, cypher, *_caller(ctx), exc))
         if tool not in _granted_tools(ctx, tool):
-            return error_result(QueryRejected("auth.insufficient_scope", f"the OAuth token lacks the {tool!r} scope"))
+            return error_result(InsufficientScope(f"the OAuth token lacks the {tool!r} scope"))
         query_id = uuid.uuid4().hex
         try:
             result = await anyio.to_thread.run_sync(

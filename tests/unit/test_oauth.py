@@ -221,7 +221,7 @@ def test_claims_become_the_principal_and_scopes_gate_tools(served: Served) -> No
     assert "resource_metadata=" in challenge
     # The static tokens file works beside OAuth, with every tool.
     static = _call(served.url, STATIC, "recall", {"cypher": "MATCH (n) RETURN count(n) AS c"})
-    assert not static.is_error or json.loads(static.content[0].text)["error"]["rule"] != "auth.insufficient_scope"
+    assert "lacks the" not in static.content[0].text
     principals = [line["principal"] for line in served.audit.read()]
     assert principals[0] == "oauth:ann"
     assert "static" in principals

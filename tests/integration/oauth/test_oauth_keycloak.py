@@ -115,7 +115,7 @@ def test_each_principal_sees_only_the_layers_its_token_carries(served: Served) -
     # No layers claim: global-only, never everything.
     assert _count(none, served.label).structured_content["rows"] == [[0]]
     # agent-a holds the recall scope: whatever the recall policy says of this query, it is not the scope gate.
-    assert "auth.insufficient_scope" not in str(_count(a, served.label, "recall").content)
+    assert "lacks the" not in str(_count(a, served.label, "recall").content)
     # agent-b holds analyze only: its recall call is a 403 insufficient_scope, which the client raises.
     with pytest.raises(BaseException):  # noqa: B017 - an ExceptionGroup around the HTTP 403
         _count(b, served.label, "recall")
