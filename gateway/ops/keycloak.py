@@ -2,9 +2,9 @@
 
 Like the managed Neo4j: the ``org.keycloak:keycloak-quarkus-dist`` zip comes from Maven Central
 (by ``mvn``, into the shared local Maven repository), is unpacked under the state directory, and
-runs in dev mode (in-memory-like H2 file, plain HTTP on loopback) on Java 21+ found the way
-:func:`gateway.ops.neo4j_local.java_for` finds it for Neo4j 2026.x. A realm JSON file is imported
-at start. Starting is idempotent: a Keycloak already answering on the port is reused.
+runs in dev mode (an H2 database made afresh each start, plain HTTP on loopback) on Java 21+ found
+the way :func:`gateway.ops.neo4j_local.java_for` finds it for Neo4j 2026.x. A realm JSON file is
+imported at start. Starting is idempotent: a Keycloak already answering on the port is reused.
 """
 
 from __future__ import annotations
