@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
-from gateway.auth import TokenEntry, TokenTable, ungranted_tool
+from gateway.auth import PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY, TokenEntry, TokenTable, ungranted_tool
 from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
 from gateway.oauth import (
@@ -73,9 +73,9 @@ class Issuer:
                           headers={"kid": self.kid})  # fmt: skip
 
 
-def _serve_app(app: Any) -> tuple[uvicorn.Server, threading.Thread, int]:
+def _serve_app(app: Any, lifespan: str = "off") -> tuple[uvicorn.Server, threading.Thread, int]:
     port = free_port()
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
     wait_until(lambda: uv.started, timeout=60, what="uvicorn started", interval=0.05)
@@ -296,3 +296,30 @@ def test_a_stale_key_set_is_read_again_after_its_max_age() -> None:
     now[0] = 3000 + 3601  # past max_age_seconds since the last read
     verifier.verify(token)
     assert keys.fetches == 3
+
+
+def test_the_tool_layer_refuses_an_ungranted_tool_even_past_the_middleware(tmp_path: Path) -> None:
+    # A request that reached the tools without the middleware's body check (another wiring, a
+    # future transport) is still held to the token's scopes.
+    gateway = Gateway(load_policy(), runner=None, audit=AuditLog(tmp_path / "audit.jsonl"),
+                      layers=LayerSwitches(scope_rewrite=False))  # fmt: skip
+    server = build_server(gateway, stdio_resolver(Principal(name="stdio-must-not-be-used")))
+    inner = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=False,
+                                       host="127.0.0.1")  # fmt: skip
+
+    async def no_body_check(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":  # the lifespan events pass through to the SDK's app
+            scope[PRINCIPAL_SCOPE_KEY] = Principal(name="oauth:ann")
+            scope[TOOLS_SCOPE_KEY] = frozenset({"analyze"})
+        await inner(scope, receive, send)
+
+    uv, thread, port = _serve_app(no_body_check, lifespan="on")
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        refused = _call(url, "unused", "recall", {"cypher": "MATCH (n) RETURN count(n) AS c"})
+        assert refused.is_error and "lacks the 'recall' scope" in refused.content[0].text
+        served = _call(url, "unused", "analyze", {"cypher": "MATCH (n) RETURN count(n) AS c"})
+        assert not served.is_error, served.content
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=10)
