@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -73,7 +73,7 @@ class Issuer:
                           headers={"kid": self.kid})  # fmt: skip
 
 
-def _serve_app(app: Any, lifespan: str = "off") -> tuple[uvicorn.Server, threading.Thread, int]:
+def _serve_app(app: Any, lifespan: Literal["on", "off"] = "off") -> tuple[uvicorn.Server, threading.Thread, int]:
     port = free_port()
     uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=uv.run, daemon=True)
