@@ -32,15 +32,24 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.audit import note_token
 from gateway.domain import Principal
 from gateway.errors import SetupError
+from gateway.oauth import GATED_TOOLS, ResourceServer, TokenRefused
 
 log = logging.getLogger(__name__)
 
 # Where the middleware leaves the authenticated principal in the ASGI scope.
 PRINCIPAL_SCOPE_KEY = "cypher_gateway.principal"
+# With an OAuth token: the gated tools its scopes grant (absent: a tokens-file principal, every tool),
+# and the verified identity (issuer, subject).
+TOOLS_SCOPE_KEY = "cypher_gateway.tools"
+IDENTITY_SCOPE_KEY = "cypher_gateway.oauth_identity"
+# Why this layer refused a request, for the refusal's audit line (gateway.http_audit): never the token.
+REFUSAL_REASON_KEY = "cypher_gateway.refusal_reason"
 # The same principal for handlers that get no request object (static MCP resources);
 # tasks spawned while serving the request inherit it.
 CURRENT_PRINCIPAL: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
@@ -171,25 +180,49 @@ def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
 
 
 class BearerAuth:
-    """ASGI middleware: authenticate (unless ``tokens`` is None, the loud opt-out) and cap body size."""
+    """ASGI middleware: authenticate (unless no method is configured, the loud opt-out) and cap body size.
 
-    def __init__(self, app: ASGIApp, tokens: TokenTable | None, *, max_body_bytes: int) -> None:
+    A bearer token is looked up in the tokens file first, then (when ``oauth`` is set) verified as
+    an OAuth JWT; both may be on at once. With OAuth on, the Protected Resource Metadata (RFC 9728)
+    is served here without authentication, and every 401 names it in ``WWW-Authenticate``.
+    """
+
+    def __init__(
+        self, app: ASGIApp, tokens: TokenTable | None, *, max_body_bytes: int, oauth: ResourceServer | None = None
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.max_body_bytes = max_body_bytes
+        self.oauth = oauth
+        self._metadata_paths = oauth.metadata_paths() if oauth is not None else ()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
-        if self.tokens is not None:
+        if self.oauth is not None and scope.get("path") in self._metadata_paths:
+            await _respond_json(send, 200, self.oauth.metadata())
+            return
+        if self.tokens is not None or self.oauth is not None:
             token = bearer_token(headers)
-            principal = self.tokens.authenticate(token) if token is not None else None
+            if token is None:
+                await self._unauthorized(send, None, "a valid bearer token is required")
+                return
+            principal = self.tokens.authenticate(token) if self.tokens is not None else None
+            if principal is None and self.oauth is not None:
+                try:
+                    found = await anyio.to_thread.run_sync(self.oauth.verifier.verify, token)
+                except TokenRefused as exc:
+                    scope[REFUSAL_REASON_KEY] = f"OAuth token refused: {exc.reason}"
+                    await self._unauthorized(send, "invalid_token", f"the bearer token was refused: {exc.reason}")
+                    return
+                principal = found.principal
+                scope[TOOLS_SCOPE_KEY] = found.tools
+                scope[IDENTITY_SCOPE_KEY] = found
+                note_token(found.subject, found.issuer)
             if principal is None:
-                log.warning("HTTP request refused: %s", "no bearer token" if token is None else "unknown token")
-                await _respond(send, 401, "unauthorized", "a valid bearer token is required",
-                               extra=[(b"www-authenticate", b'Bearer realm="cypher-gateway"')])  # fmt: skip
+                await self._unauthorized(send, "invalid_token", "a valid bearer token is required")
                 return
             scope[PRINCIPAL_SCOPE_KEY] = principal
         else:
@@ -198,11 +231,42 @@ class BearerAuth:
         if declared is not None and declared > self.max_body_bytes:
             await _respond(send, 413, "too_large", f"request body over {self.max_body_bytes} bytes")
             return
+        body_receive = self._capped(receive, send)
+        granted = scope.get(TOOLS_SCOPE_KEY)
+        if granted is not None and scope.get("method") == "POST":
+            # An OAuth token's scopes gate tools: a call to a tool it lacks is 403 insufficient_scope
+            # (the MCP scope challenge), before the SDK sees it. The body is capped, so buffering is bounded.
+            messages = await _buffered(body_receive)
+            if any(m["type"] == "http.disconnect" for m in messages):
+                return  # the client left, or the cap answered 413 already
+            lacking = ungranted_tool(b"".join(m.get("body", b"") for m in messages), granted)
+            if lacking is not None:
+                scope[REFUSAL_REASON_KEY] = f"the OAuth token lacks the {lacking} scope"
+                await self._forbidden(send, lacking)
+                return
+            body_receive = _replay(messages, receive)
         reset = CURRENT_PRINCIPAL.set(scope[PRINCIPAL_SCOPE_KEY])
         try:
-            await self.app(scope, self._capped(receive, send), send)
+            await self.app(scope, body_receive, send)
         finally:
             CURRENT_PRINCIPAL.reset(reset)
+
+    async def _forbidden(self, send: Send, tool: str) -> None:
+        assert self.oauth is not None
+        challenge = (f'Bearer realm="cypher-gateway", resource_metadata="{self.oauth.metadata_url()}", '
+                     f'error="insufficient_scope", scope="{tool}"').encode("latin-1")  # fmt: skip
+        await _respond(send, 403, "insufficient_scope", f"the bearer token lacks the {tool!r} scope",
+                       extra=[(b"www-authenticate", challenge)])  # fmt: skip
+
+    async def _unauthorized(self, send: Send, error: str | None, message: str) -> None:
+        # RFC 6750 §3: no error code when no token came; RFC 9728 §5.1: where the metadata is.
+        params = ['realm="cypher-gateway"']
+        if self.oauth is not None:
+            params.append(f'resource_metadata="{self.oauth.metadata_url()}"')
+        if error is not None:
+            params.append(f'error="{error}"')
+        challenge = ("Bearer " + ", ".join(params)).encode("latin-1")
+        await _respond(send, 401, "unauthorized", message, extra=[(b"www-authenticate", challenge)])
 
     def _capped(self, receive: Receive, send: Send) -> Receive:
         # A chunked body declares no length: count it as it arrives.
@@ -222,6 +286,38 @@ class BearerAuth:
         return capped_receive
 
 
+def ungranted_tool(body: bytes, granted: frozenset[str]) -> str | None:
+    """The gated tool a JSON-RPC body calls without its scope, or None (unparsable bodies are the SDK's to refuse)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    for item in document if isinstance(document, list) else [document]:
+        if isinstance(item, dict) and item.get("method") == "tools/call" and isinstance(item.get("params"), dict):
+            name = item["params"].get("name")
+            if name in GATED_TOOLS and name not in granted:
+                return str(name)
+    return None
+
+
+async def _buffered(receive: Receive) -> list[Message]:
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replay() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
+
+
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
     for key, value in headers:
         if key.lower() == b"content-length":
@@ -230,6 +326,18 @@ def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+async def _respond_json(send: Send, status: int, document: dict[str, Any]) -> None:
+    body = json.dumps(document).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})  # fmt: skip
 
 
 async def _respond(

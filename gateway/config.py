@@ -89,6 +89,17 @@ class GatewaySettings(BaseSettings):
     # TOML file mapping bearer tokens to principals (see gateway.auth).
     tokens_file: Path | None = None
     http_max_body_bytes: Annotated[int, Field(gt=0)] = 256_000
+    # OAuth 2.1 resource server (gateway.oauth): on when oauth_issuer is set; beside tokens_file or alone.
+    oauth_issuer: str | None = None  # the exact `iss` of accepted tokens; published as the authorization server
+    oauth_resource: str | None = None  # this server's resource URI: the `aud` a token must hold
+    oauth_jwks_url: str | None = None  # the issuer's key set (Keycloak: <issuer>/protocol/openid-connect/certs)
+    oauth_algorithms: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["RS256", "ES256"])
+    oauth_leeway_seconds: Annotated[int, Field(ge=0, le=300)] = 30
+    oauth_name_claim: str = "sub"
+    oauth_layers_claim: str = "layers"
+    oauth_scope_claim: str = "scope"
+    oauth_jwks_min_refresh_seconds: Annotated[float, Field(ge=1)] = 30.0
+    oauth_jwks_max_age_seconds: Annotated[float, Field(ge=60)] = 3600.0
 
     @field_validator("neo4j_transport")
     @classmethod
@@ -110,7 +121,7 @@ class GatewaySettings(BaseSettings):
             )
         return value
 
-    @field_validator("stdio_scope", mode="before")
+    @field_validator("stdio_scope", "oauth_algorithms", mode="before")
     @classmethod
     def _comma_list(cls, value: Any) -> Any:
         # An env var holds "a,b"; TOML holds a real list.

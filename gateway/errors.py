@@ -19,6 +19,8 @@ the guard answers it with ``QueryRejected``.
     │   │                             (only its code when scope is on: gateway.scope.withheld_details)
     │   ├── SandboxUnavailable        "unavailable": no sandbox could answer; ``run`` turns a sandbox
     │   │                             that cannot start into ``degraded: ["<tool>:disabled"]``
+    │   ├── InsufficientScope         "rejected": gateway/oauth.py: an OAuth token's scopes lack the tool
+    │   │                             (HTTP answers 403 insufficient_scope before the tool runs)
     │   ├── InternalError             "internal": anything unexpected on the request path (a bug); the
     │   │                             answer and the audit line carry its ``query_id``
     │   └── Busy                      "busy": at capacity (every sandbox taken, or the principal's
@@ -28,9 +30,11 @@ the guard answers it with ``QueryRejected``.
     │   ├── PolicyError               gateway/policy.py: a policy file is unreadable or invalid
     │   ├── ConfigError               gateway/config.py: the server's settings
     │   ├── AuthConfigError           gateway/auth.py: the HTTP authentication settings
+    │   ├── OAuthConfigError          gateway/oauth.py: the OAuth resource server's settings
     │   ├── Neo4jSetupError           gateway/managed_neo4j.py: the managed Neo4j cannot be fetched,
     │   │                             set up or started, or its state directory has no password
-    │   └── ImageBuildError           gateway/ops/images.py: the offline images cannot be built
+    │   ├── ImageBuildError           gateway/ops/images.py: the offline images cannot be built
+    │   └── KeycloakSetupError        gateway/ops/keycloak.py: the test IdP cannot be fetched or started
     └── ValueError
         └── CypherSyntaxError         gateway/cypher/errors.py: not Cypher the front end reads
             │                         (``offset``, ``line``, ``column``) -> rule parse.failed
@@ -42,7 +46,7 @@ the guard answers it with ``QueryRejected``.
 Errors that never leave their module are not part of the tree: the runner's
 ``StreamClosed`` (a container's stream ended) and ``_RuntimeMissing``, the guard's
 ``RegexUnreadable`` (a pattern it cannot bound: refused as a rule), doctor's ``_Failed`` and the
-egress probe's ``ProbeFailed``, the sandbox's ``ExplainRejected``
+egress probe's ``ProbeFailed``, OAuth's ``TokenRefused`` (a 401 with its reason), the sandbox's ``ExplainRejected``
 (sent back as an ``explain_rejected`` result, which the runner turns into
 ``QueryRejected``, rule sandbox.explain) and its Query API client's private
 ones, and the must-not-retrieve tool's own ``SuiteError``, ``SeedError`` and

@@ -15,13 +15,22 @@ import json
 import logging
 
 from gateway.audit import REQUEST_ORIGIN, AuditEvent, AuditLog, Origin
-from gateway.auth import PRINCIPAL_SCOPE_KEY, ASGIApp, Message, Receive, Scope, Send, bearer_token
+from gateway.auth import (
+    PRINCIPAL_SCOPE_KEY,
+    REFUSAL_REASON_KEY,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    bearer_token,
+)
 from gateway.domain import Principal
+
+__all__ = ["REFUSAL_REASON_KEY", "REFUSED", "RefusalAudit"]
 
 log = logging.getLogger(__name__)
 
-# An inner layer that refuses a request may say why here (an OAuth validator: "token expired").
-REFUSAL_REASON_KEY = "cypher_gateway.refusal_reason"
 REFUSED: dict[int, str] = {401: "unauthorized", 403: "forbidden", 413: "too_large", 421: "misdirected"}
 # Of a refusal's body, only this much is read for its reason.
 _BODY_CHARS = 300

@@ -28,9 +28,10 @@ from mcp_types import CallToolResult, EmptyResult, SetLevelRequestParams, TextCo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway import __version__, answer
-from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY
+from gateway.auth import CURRENT_PRINCIPAL, PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY
 from gateway.domain import CheckResult, Principal, SchemaResult, ToolResult, Transport
 from gateway.errors import Busy, GatewayError, InternalError, InvalidInput, QueryRejected
+from gateway.oauth import InsufficientScope
 from gateway.policy import Policy
 from gateway.service import Gateway
 
@@ -166,6 +167,13 @@ def stdio_resolver(principal: Principal) -> PrincipalResolver:
     return resolve
 
 
+def _granted_tools(ctx: Context[Any, Any], tool: str) -> frozenset[str]:
+    """The gated tools this request may call: an OAuth token's scopes grant them; any other principal has all."""
+    request = ctx.request_context.request
+    granted = getattr(request, "scope", {}).get(TOOLS_SCOPE_KEY) if request is not None else None
+    return frozenset({tool}) if granted is None else frozenset(granted)
+
+
 def error_result(exc: GatewayError) -> CallToolResult:
     """A tool error every client can read: ``isError`` and the JSON body as text, no structured content.
 
@@ -246,6 +254,8 @@ def build_server(
             return error_result(exc)
         except Exception as exc:  # outside the Gateway's own steps: still a typed, audited answer
             return error_result(gateway.failed_unexpectedly(tool, cypher, *_caller(ctx), exc))
+        if tool not in _granted_tools(ctx, tool):
+            return error_result(InsufficientScope(f"the OAuth token lacks the {tool!r} scope"))
         query_id = uuid.uuid4().hex
         try:
             result = await anyio.to_thread.run_sync(

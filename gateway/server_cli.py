@@ -22,6 +22,7 @@ from gateway.compose import Composed, compose, stdio_principal
 from gateway.config import ConfigError, GatewaySettings, load_settings
 from gateway.errors import SetupError
 from gateway.http_audit import RefusalAudit
+from gateway.oauth import ResourceServer, resource_server
 
 log = logging.getLogger("gateway.server")
 # serve's look at the graph at start-up (the scope property exists somewhere): stops at the first hit.
@@ -69,6 +70,9 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, **overrides)
         tokens = _tokens(settings, args)
+        oauth = None if args.transport != "http" or args.insecure_no_auth else resource_server(settings)
+        if oauth is not None:
+            _say(f"OAuth bearer auth on: tokens from {settings.oauth_issuer} for {settings.oauth_resource}")
         composed = compose(settings)
     except SetupError as exc:
         _say(f"cannot start: {exc}")
@@ -91,7 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
         else:
             server = build_server(composed.gateway, stdio_resolver(principal))
             _configure_logging()
-            _run_http(server, settings, tokens, composed.gateway.audit)
+            _run_http(server, settings, tokens, composed.gateway.audit, oauth)
     except _Terminated as signalled:
         terminated = signalled
     finally:
@@ -155,8 +159,10 @@ def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable |
             _say("WARNING: --insecure-no-auth: HTTP requests are served WITHOUT authentication")
         return None
     if settings.tokens_file is None:
+        if settings.oauth_issuer is not None:
+            return None  # OAuth tokens only
         raise ConfigError(
-            "tokens_file (GATEWAY_TOKENS_FILE or --tokens-file) is required for HTTP; "
+            "tokens_file (GATEWAY_TOKENS_FILE or --tokens-file) or oauth_issuer is required for HTTP; "
             "--insecure-no-auth serves anonymously and is meant only for throwaway local tests"
         )
     table = TokenTable.load(settings.tokens_file)
@@ -175,7 +181,11 @@ def _tokens(settings: GatewaySettings, args: argparse.Namespace) -> TokenTable |
 
 
 def http_app(
-    server: Any, settings: GatewaySettings, tokens: TokenTable | None, audit: AuditLog | None = None
+    server: Any,
+    settings: GatewaySettings,
+    tokens: TokenTable | None,
+    audit: AuditLog | None = None,
+    oauth: ResourceServer | None = None,
 ) -> RefusalAudit:
     """The ASGI app: refusal auditing, then auth and size limits, in front of the SDK's stateless streamable-HTTP app.
 
@@ -190,17 +200,23 @@ def http_app(
         max_request_body_size=settings.http_max_body_bytes,
         host=settings.http_host,
     )
-    return RefusalAudit(BearerAuth(inner, tokens, max_body_bytes=settings.http_max_body_bytes), audit)
+    return RefusalAudit(BearerAuth(inner, tokens, max_body_bytes=settings.http_max_body_bytes, oauth=oauth), audit)
 
 
-def _run_http(server: Any, settings: GatewaySettings, tokens: TokenTable | None, audit: AuditLog | None) -> None:
+def _run_http(
+    server: Any,
+    settings: GatewaySettings,
+    tokens: TokenTable | None,
+    audit: AuditLog | None,
+    oauth: ResourceServer | None,
+) -> None:
     import uvicorn
 
     if settings.http_host not in ("127.0.0.1", "localhost", "::1"):
         _say(f"WARNING: binding {settings.http_host}: reachable beyond this machine")
     _say(f"serving streamable HTTP on http://{settings.http_host}:{settings.http_port}{settings.http_path}")
     # log_config=None: uvicorn's lines go through the handler above, with their time.
-    uvicorn.run(http_app(server, settings, tokens, audit), host=settings.http_host, port=settings.http_port,
+    uvicorn.run(http_app(server, settings, tokens, audit, oauth), host=settings.http_host, port=settings.http_port,
                 log_level="warning", log_config=None)  # fmt: skip
 
 

@@ -1,4 +1,8 @@
-"""``cypher-gateway tokens new``: a fresh bearer token for one principal, shown once.
+"""``cypher-gateway tokens new|list|rotate|revoke``: the static tokens file, one principal at a time.
+
+``new`` and ``rotate`` print a fresh token once; ``list`` and ``revoke`` print none (the file
+holds hashes, and a stored plain token is never echoed). ``rotate`` and ``revoke`` rewrite the
+file from its parsed entries (comments are not kept).
 
 The token is printed on stdout and nowhere else; the tokens file gets only its SHA-256
 (``token_sha256``), so the file holds no secret. The file is rewritten whole (a temporary
@@ -15,10 +19,11 @@ import os
 import secrets
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from gateway.auth import TokenTable
+from gateway.auth import AuthConfigError, TokenEntry, TokenTable
 from gateway.config import load_settings
 from gateway.errors import SetupError
 
@@ -44,10 +49,82 @@ def principal_block(name: str, scope: list[str], token: str) -> str:
 def add_principal(path: Path, name: str, scope: list[str]) -> str:
     """Append a principal with a fresh token to the tokens file at ``path``; returns the token."""
     existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    if existing and name in _names(existing, path):
+        raise AuthConfigError(
+            f"principal {name!r} is already in {path} (each name appears only once); "
+            f"`cypher-gateway tokens rotate {name}` gives it a new token"
+        )
     token = new_token()
     separator = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
     text = existing + separator + principal_block(name, scope, token)
-    TokenTable.parse(text, path)  # raises AuthConfigError (a duplicate name, a broken file): nothing written
+    TokenTable.parse(text, path)  # raises AuthConfigError (a broken file): nothing written
+    _write(path, text)
+    return token
+
+
+def list_principals(path: Path) -> list[TokenEntry]:
+    """The entries of the tokens file, in file order (their secrets are never shown)."""
+    return _entries(path)
+
+
+def rotate_principal(path: Path, name: str) -> str:
+    """Give ``name`` a fresh token (its old one stops working); returns the new token."""
+    entries = _entries(path)
+    _require(entries, name, path)
+    token = new_token()
+    digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+    _rewrite(path, [TokenEntry(name=e.name, scope=e.scope, token_sha256=digest) if e.name == name else e
+                    for e in entries])  # fmt: skip
+    return token
+
+
+def revoke_principal(path: Path, name: str) -> None:
+    """Remove ``name`` from the tokens file: its token stops working at the server's next start."""
+    entries = _entries(path)
+    _require(entries, name, path)
+    kept = [e for e in entries if e.name != name]
+    if not kept:
+        raise AuthConfigError(f"principal {name!r} is the last one in {path}; delete the file to serve no token")
+    _rewrite(path, kept)
+
+
+def _names(text: str, path: Path) -> set[str]:
+    try:
+        items = tomllib.loads(text).get("principal", [])
+    except tomllib.TOMLDecodeError as exc:
+        raise AuthConfigError(f"tokens file {path} is not valid TOML: {exc}") from exc
+    if not isinstance(items, list):
+        return set()
+    return {str(item.get("name")) for item in items if isinstance(item, dict)}
+
+
+def _entries(path: Path) -> list[TokenEntry]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AuthConfigError(f"cannot read tokens file {path}: {exc.strerror or exc}") from exc
+    TokenTable.parse(text, path)  # every check serve makes, with its messages
+    return [TokenEntry.model_validate(item) for item in tomllib.loads(text)["principal"]]
+
+
+def _require(entries: list[TokenEntry], name: str, path: Path) -> None:
+    if name not in {e.name for e in entries}:
+        known = ", ".join(repr(e.name) for e in entries)
+        raise AuthConfigError(f"principal {name!r} is not in {path} (it holds {known})")
+
+
+def _rewrite(path: Path, entries: list[TokenEntry]) -> None:
+    blocks = []
+    for e in entries:
+        layers = ", ".join(json.dumps(layer) for layer in sorted(e.scope))
+        secret = f"token_sha256 = {json.dumps(e.token_sha256)}" if e.token_sha256 else f"token = {json.dumps(e.token)}"
+        blocks.append(f"[[principal]]\nname = {json.dumps(e.name)}\nscope = [{layers}]\n{secret}\n")
+    text = "\n".join(blocks)
+    TokenTable.parse(text, path)
+    _write(path, text)
+
+
+def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tokens-", dir=path.parent)
     try:
@@ -58,7 +135,6 @@ def add_principal(path: Path, name: str, scope: list[str]) -> str:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return token
 
 
 def register(subparsers: Any) -> None:
@@ -73,23 +149,50 @@ def register(subparsers: Any) -> None:
     new.add_argument("--principal", required=True, metavar="NAME", help="the principal's name (unique in the file)")
     new.add_argument("--scope", required=True, metavar="LAYERS",
                      help='its layers, comma-separated; "" for global-only')  # fmt: skip
-    new.add_argument("--tokens-file", type=Path, metavar="FILE",
-                     help="the tokens file (default: the settings' tokens_file)")  # fmt: skip
-    new.add_argument("--config", type=Path, help="TOML settings file (else $GATEWAY_CONFIG, env, defaults)")
+    listing = actions.add_parser("list", help="the principals and their scopes (never a token)")
+    rotate = actions.add_parser("rotate", help="a fresh token for an existing principal, printed once")
+    revoke = actions.add_parser("revoke", help="remove a principal and its token")
+    for sub in (rotate, revoke):
+        sub.add_argument("name", metavar="NAME", help="the principal's name")
+    for sub in (new, listing, rotate, revoke):
+        sub.add_argument("--tokens-file", type=Path, metavar="FILE",
+                         help="the tokens file (default: the settings' tokens_file)")  # fmt: skip
+        sub.add_argument("--config", type=Path, help="TOML settings file (else $GATEWAY_CONFIG, env, defaults)")
     tokens.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
-    scope = [layer.strip() for layer in args.scope.split(",") if layer.strip()]
     try:
         path = args.tokens_file or load_settings(args.config).tokens_file
         if path is None:
             print("cypher-gateway tokens: name the file with --tokens-file (or set tokens_file)", file=sys.stderr)
             return 2
-        token = add_principal(path, args.principal, scope)
+        return _act(args, path)
     except (SetupError, OSError) as exc:
         print(f"cypher-gateway tokens: {exc}", file=sys.stderr)
         return 1
+
+
+def _act(args: argparse.Namespace, path: Path) -> int:
+    action = args.tokens_action
+    if action == "list":
+        for entry in list_principals(path):
+            where = ", ".join(sorted(entry.scope)) or "(global-only)"
+            stored = "sha256" if entry.token_sha256 else "plain token in the file"
+            print(f"{entry.name}\t{where}\t{stored}")
+        return 0
+    if action == "revoke":
+        revoke_principal(path, args.name)
+        print(f"[tokens] revoked principal {args.name!r} in {path}; restart the server to apply", file=sys.stderr)
+        return 0
+    if action == "rotate":
+        token = rotate_principal(path, args.name)
+        print(token)
+        print(f"[tokens] new token for principal {args.name!r} in {path} (the old one no longer matches; restart "
+              "the server to apply); the token above is shown only this once", file=sys.stderr)  # fmt: skip
+        return 0
+    scope = [layer.strip() for layer in args.scope.split(",") if layer.strip()]
+    token = add_principal(path, args.principal, scope)
     print(token)
     where = f"scope {', '.join(scope)}" if scope else "global-only scope"
     print(

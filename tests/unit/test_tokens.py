@@ -114,3 +114,42 @@ def test_tokens_new_needs_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     monkeypatch.delenv("GATEWAY_CONFIG", raising=False)
     assert main(["tokens", "new", "--principal", "a", "--scope", ""]) == 2
     assert "--tokens-file" in capsys.readouterr().err
+
+
+def test_tokens_new_for_an_existing_principal_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.toml"
+    add_principal(path, "agent", ["a"])
+    with pytest.raises(AuthConfigError, match="principal 'agent' is already in"):
+        add_principal(path, "agent", ["b"])
+
+
+def test_tokens_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tokens.toml"
+    first = add_principal(path, "agent", ["a", "b"])
+    other = add_principal(path, "other", [])
+    capsys.readouterr()
+    assert main(["tokens", "list", "--tokens-file", str(path)]) == 0
+    listed = capsys.readouterr()
+    assert listed.out.splitlines() == ["agent\ta, b\tsha256", "other\t(global-only)\tsha256"]
+    assert first not in listed.out + listed.err and _sha(first) not in listed.out
+
+    assert main(["tokens", "rotate", "agent", "--tokens-file", str(path)]) == 0
+    rotated = capsys.readouterr()
+    new = rotated.out.strip()
+    assert new.startswith("cgw_") and new not in rotated.err and new != first
+    table = TokenTable.load(path)
+    assert table.authenticate(first) is None
+    found = table.authenticate(new)
+    assert found is not None and found.name == "agent" and found.scope == {"a", "b"}
+    assert table.authenticate(other) is not None
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    assert main(["tokens", "revoke", "agent", "--tokens-file", str(path)]) == 0
+    assert capsys.readouterr().out == ""
+    table = TokenTable.load(path)
+    assert table.authenticate(new) is None and table.authenticate(other) is not None
+
+    assert main(["tokens", "rotate", "ghost", "--tokens-file", str(path)]) == 1
+    assert "principal 'ghost' is not in" in capsys.readouterr().err
+    assert main(["tokens", "revoke", "other", "--tokens-file", str(path)]) == 1
+    assert "principal 'other' is the last one" in capsys.readouterr().err

@@ -1,0 +1,308 @@
+"""OAuth 2.1 resource server: JWT access tokens from one issuer, checked against its JWKS.
+
+A token is accepted only if all of these hold (PyJWT does the cryptography and the claim checks):
+
+- its header names an algorithm of the allow-list (asymmetric only: never ``none``, never HS*,
+  whose "secret" would be the issuer's public key) and a ``kid`` the issuer's key set holds;
+- its signature verifies with that key;
+- ``iss`` is exactly the configured issuer, ``aud`` holds this server's resource URI;
+- ``exp`` is in the future and ``nbf``/``iat`` are not (``leeway`` seconds of clock skew).
+
+Keys are cached: the key set is fetched once, again when a token names a ``kid`` the cache lacks
+(at most once per ``min_refresh_seconds``, so a flood of made-up ``kid``s cannot make the
+gateway hammer the issuer), and again when the cache is older than ``max_age_seconds`` (so a key
+the issuer withdrew stops working). Never once per request.
+
+Claims become the principal (:class:`ClaimMapping`): ``sub`` (or the configured claim) is the
+name, the configured layers claim the scope (absent: empty scope, global-only, never
+everything), and the token's OAuth scopes say which of the gated tools it may call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import httpx
+import jwt
+from mcp.server.auth.routes import build_resource_metadata_url
+from mcp.shared.auth import ProtectedResourceMetadata
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict
+
+from gateway.domain import Principal
+from gateway.errors import ErrorCode, GatewayError, SetupError
+
+if TYPE_CHECKING:
+    from gateway.config import GatewaySettings
+
+log = logging.getLogger(__name__)
+
+# Asymmetric algorithms only: an HS* token would be verified with the issuer's *public* key as the secret.
+ALLOWED_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+# Tools an OAuth token may call only with the OAuth scope of the same name; `check` and `schema`
+# run no agent query and need none.
+GATED_TOOLS = ("recall", "analyze")
+# A claim value may become a layer name, never a parameter of the scope rewrite.
+RESERVED_PREFIX = "__gw"
+JWKS_TIMEOUT_S = 5.0
+# The most layers one token may carry, and the longest name: a claim is the issuer's data, bounded.
+MAX_LAYERS = 256
+MAX_NAME_CHARS = 256
+
+
+class OAuthConfigError(SetupError):
+    """The OAuth settings are incomplete or unsafe; the message names the setting."""
+
+
+class InsufficientScope(GatewayError):
+    """A tool call the token's OAuth scopes do not grant (the HTTP middleware answers 403 before this)."""
+
+    code: ErrorCode = "rejected"
+
+
+class TokenRefused(Exception):
+    """A bearer token was not accepted; ``reason`` is safe to log (it never holds the token)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ClaimMapping(BaseModel):
+    """Which claims become the principal's name, its layers and its tool scopes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name_claim: str = "sub"
+    layers_claim: str = "layers"
+    scope_claim: str = "scope"
+
+
+class OAuthIdentity(BaseModel):
+    """What an accepted token says: the principal, the tools it may call, and where it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    principal: Principal
+    tools: frozenset[str]
+    issuer: str
+    subject: str
+
+
+class KeySet:
+    """The issuer's signing keys by ``kid``, fetched lazily and refreshed only as the module says."""
+
+    def __init__(
+        self,
+        jwks_url: str,
+        *,
+        min_refresh_seconds: float = 30.0,
+        max_age_seconds: float = 3600.0,
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.jwks_url = jwks_url
+        self.min_refresh_seconds = min_refresh_seconds
+        self.max_age_seconds = max_age_seconds
+        self._transport = transport
+        self._clock = clock
+        self._keys: dict[str, jwt.PyJWK] = {}
+        self._fetched_at: float | None = None  # when the keys held were read
+        self._asked_at: float | None = None  # when the issuer was last asked, answered or not
+        self._lock = threading.Lock()
+        self.fetches = 0  # how many times the issuer was asked (tests hold the cache to its promise)
+
+    def key(self, kid: str) -> jwt.PyJWK:
+        with self._lock:
+            now = self._clock()
+            stale = self._fetched_at is None or now - self._fetched_at > self.max_age_seconds
+            recently_asked = self._asked_at is not None and now - self._asked_at < self.min_refresh_seconds
+            if (stale or kid not in self._keys) and not recently_asked:
+                self._refresh(now)
+            found = self._keys.get(kid)
+        if found is None:
+            raise TokenRefused("unknown kid")
+        return found
+
+    def _refresh(self, now: float) -> None:
+        self._asked_at = now
+        self.fetches += 1
+        try:
+            with httpx.Client(transport=self._transport, timeout=JWKS_TIMEOUT_S, follow_redirects=False) as client:
+                response = client.get(self.jwks_url)
+                response.raise_for_status()
+                keys = jwt.PyJWKSet.from_dict(response.json()).keys
+        except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
+            # The keys we had stay (an issuer outage does not lock everyone out); asked again
+            # only after min_refresh_seconds.
+            log.warning("cannot read the issuer's key set at %s: %s", self.jwks_url, type(exc).__name__)
+            return
+        self._keys = {k.key_id: k for k in keys if k.key_id and k.public_key_use in (None, "sig")}
+        self._fetched_at = now
+
+
+class JwtVerifier:
+    """Bearer JWT -> :class:`OAuthIdentity`, or :class:`TokenRefused` naming the defect."""
+
+    def __init__(
+        self,
+        *,
+        issuer: str,
+        audience: str,
+        keys: KeySet,
+        algorithms: tuple[str, ...] = ("RS256", "ES256"),
+        leeway_seconds: int = 30,
+        mapping: ClaimMapping | None = None,
+    ) -> None:
+        unsafe = [a for a in algorithms if a not in ALLOWED_ALGORITHMS]
+        if unsafe or not algorithms:
+            raise OAuthConfigError(
+                f"oauth_algorithms: {', '.join(unsafe) or '(none)'} not allowed; use asymmetric ones of "
+                + ", ".join(ALLOWED_ALGORITHMS)
+            )
+        self.issuer, self.audience, self.keys = issuer, audience, keys
+        self.algorithms = algorithms
+        self.leeway_seconds = leeway_seconds
+        self.mapping = mapping or ClaimMapping()
+
+    def verify(self, token: str) -> OAuthIdentity:
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise TokenRefused("not a JWT") from exc
+        alg, kid = header.get("alg"), header.get("kid")
+        if alg not in self.algorithms:
+            raise TokenRefused(f"algorithm {str(alg)[:16]!r} not allowed")
+        if not isinstance(kid, str) or not kid:
+            raise TokenRefused("no kid")
+        key = self.keys.key(kid)
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key=key,
+                algorithms=[alg],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway_seconds,
+                options={"require": ["exp", "iss", "aud", "sub"], "strict_aud": False},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise TokenRefused("expired") from exc
+        except jwt.ImmatureSignatureError as exc:
+            raise TokenRefused("not yet valid") from exc
+        except jwt.InvalidAudienceError as exc:
+            raise TokenRefused("wrong audience") from exc
+        except jwt.InvalidIssuerError as exc:
+            raise TokenRefused("wrong issuer") from exc
+        except jwt.InvalidSignatureError as exc:
+            raise TokenRefused("bad signature") from exc
+        except jwt.MissingRequiredClaimError as exc:
+            raise TokenRefused(f"missing claim {exc.claim}") from exc
+        except jwt.PyJWTError as exc:
+            raise TokenRefused(f"invalid token ({type(exc).__name__})") from exc
+        return identity(claims, self.mapping)
+
+
+def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
+    """The principal verified ``claims`` describe. Fails closed: a malformed claim refuses the token."""
+    name = claims.get(mapping.name_claim)
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
+        raise TokenRefused(f"claim {mapping.name_claim} is not a usable name")
+    layers = _strings(claims.get(mapping.layers_claim), mapping.layers_claim)
+    if len(layers) > MAX_LAYERS:
+        raise TokenRefused(f"claim {mapping.layers_claim} holds over {MAX_LAYERS} layers")
+    if any(layer.startswith(RESERVED_PREFIX) or not layer or len(layer) > MAX_NAME_CHARS for layer in layers):
+        raise TokenRefused(f"claim {mapping.layers_claim} holds a reserved or unusable layer name")
+    scopes = _strings(claims.get(mapping.scope_claim), mapping.scope_claim)
+    return OAuthIdentity(
+        # "oauth:" keeps a token's subject apart from a tokens-file principal of the same name (a
+        # container serves one principal: docs/decisions/0011).
+        principal=Principal(name=f"oauth:{name}", scope=frozenset(layers)),
+        tools=frozenset(t for t in GATED_TOOLS if t in scopes),
+        issuer=str(claims["iss"]),
+        subject=str(claims["sub"]),
+    )
+
+
+def _strings(value: Any, claim: str) -> list[str]:
+    """A claim as a list of strings: absent is empty; a space-separated string (OAuth ``scope``) splits."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise TokenRefused(f"claim {claim} is neither a string nor a list of strings")
+
+
+class ResourceServer(BaseModel):
+    """The OAuth side of the HTTP app: the verifier and what RFC 9728 metadata publishes."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    verifier: JwtVerifier
+    resource: str
+    authorization_servers: list[str]
+
+    def metadata(self) -> dict[str, Any]:
+        """The Protected Resource Metadata document (RFC 9728 §2), in the SDK's model."""
+        document = ProtectedResourceMetadata(
+            resource=AnyHttpUrl(self.resource),
+            authorization_servers=[AnyHttpUrl(a) for a in self.authorization_servers],
+            scopes_supported=list(GATED_TOOLS),
+            bearer_methods_supported=["header"],
+            resource_name="cypher-gateway",
+        )
+        return document.model_dump(mode="json", exclude_none=True)
+
+    def metadata_paths(self) -> tuple[str, str]:
+        """Where the metadata is served: the RFC 9728 §3.1 path for the resource's path, and the bare one."""
+        suffixed = urlsplit(str(build_resource_metadata_url(AnyHttpUrl(self.resource)))).path
+        return suffixed, WELL_KNOWN_PATH
+
+    def metadata_url(self) -> str:
+        return str(build_resource_metadata_url(AnyHttpUrl(self.resource)))
+
+
+WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
+
+
+def resource_server(
+    settings: GatewaySettings, *, transport: httpx.BaseTransport | None = None
+) -> ResourceServer | None:
+    """The resource server the settings describe, None when ``oauth_issuer`` is unset."""
+    if settings.oauth_issuer is None:
+        return None
+    missing = [name for name in ("oauth_resource", "oauth_jwks_url") if getattr(settings, name) is None]
+    if missing:
+        raise OAuthConfigError(f"oauth_issuer is set: {' and '.join(missing)} must be set too")
+    assert settings.oauth_resource is not None and settings.oauth_jwks_url is not None
+    for name in ("oauth_issuer", "oauth_resource", "oauth_jwks_url"):
+        parts = urlsplit(getattr(settings, name))
+        loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+        if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+            raise OAuthConfigError(f"{name} must be an https:// URL (http:// only on loopback)")
+    keys = KeySet(
+        settings.oauth_jwks_url,
+        min_refresh_seconds=settings.oauth_jwks_min_refresh_seconds,
+        max_age_seconds=settings.oauth_jwks_max_age_seconds,
+        transport=transport,
+    )
+    verifier = JwtVerifier(
+        issuer=settings.oauth_issuer,
+        audience=settings.oauth_resource,
+        keys=keys,
+        algorithms=tuple(settings.oauth_algorithms),
+        leeway_seconds=settings.oauth_leeway_seconds,
+        mapping=ClaimMapping(
+            name_claim=settings.oauth_name_claim,
+            layers_claim=settings.oauth_layers_claim,
+            scope_claim=settings.oauth_scope_claim,
+        ),
+    )
+    return ResourceServer(verifier=verifier, resource=settings.oauth_resource,
+                          authorization_servers=[settings.oauth_issuer])  # fmt: skip
