@@ -53,6 +53,17 @@ class Predicates:
     # The policy's scope.untagged: True only when it opted into "global" for a missing property.
     untagged_global: bool = False
 
+    # The two entry points the rewrite uses (docs/decisions/0018): what a pattern states about the
+    # element (labels, types; possibly nothing) lets a rule table pick the rules that apply.
+
+    def node_visible(self, node: str, labels: frozenset[str] = frozenset()) -> str:
+        """``node`` (a variable or expression) is visible to the caller."""
+        return self.visible(node)
+
+    def relationship_visible(self, rel: str, types: frozenset[str] = frozenset()) -> str:
+        """``rel`` is visible and not of a hidden type (its endpoints are checked apart)."""
+        return self.visible_relationship(rel)
+
     def visible(self, element: str) -> str:
         """``element`` (a variable or expression) is visible to the caller."""
         value = f"{GENERATED_PREFIX}v"
