@@ -17,13 +17,30 @@ from sandbox.wire import VALUE_TAGS, Notification, QueryType, Truncation
 Transport = Literal["stdio", "http", "direct"]
 
 
+# The attribute a plain scope list means, and what membership rules read by default.
+DEFAULT_ATTRIBUTE = "layers"
+
+
 class Principal(BaseModel):
     """Who is asking, and which layers they may see. An empty scope means global-only."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
+    # The default attribute list (``layers``): what a plain list in a tokens file, the stdio
+    # settings or an MNR file means.
     scope: frozenset[str] = frozenset()
+    # Further attribute lists a policy's rules may read (``repositories``, ``tenants``, …);
+    # one the principal lacks is empty: it sees nothing through a rule that reads it.
+    attributes: dict[str, frozenset[str]] = Field(default_factory=dict)
+
+    def attribute(self, name: str) -> frozenset[str]:
+        """The principal's list for ``name`` (``layers`` is :attr:`scope`); empty when it has none."""
+        return self.scope if name == DEFAULT_ATTRIBUTE else self.attributes.get(name, frozenset())
+
+    def __hash__(self) -> int:
+        # Principals key the runner's pools: hashable although ``attributes`` is a dict.
+        return hash((self.name, self.scope, tuple(sorted(self.attributes.items()))))
 
 
 class LayerSwitches(BaseModel):
