@@ -30,10 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from gateway.config import GatewaySettings, load_settings, neo4j_connection
 from gateway.connection import Neo4jConnection
 from gateway.managed_neo4j import (
+    DATABASE,
     LINES,
+    USER,
     VERSION_ENV,
     Neo4jSetupError,
     ServerLine,
@@ -315,8 +319,8 @@ def _neo4j_env(home: Path, java: Path) -> dict[str, str]:
     return {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf"), "JAVA_HOME": java_home}
 
 
-def _set_initial_password(home: Path, line: ServerLine, java: Path) -> None:
-    password_path = password_file(line)
+def _set_initial_password(home: Path, line: ServerLine, java: Path, password_path: Path | None = None) -> None:
+    password_path = password_path or password_file(line)
     auth_store = home / "data" / "dbms" / "auth.ini"
     if password_path.exists() and (home / "data" / "databases").exists():
         return
@@ -354,8 +358,12 @@ def _launch_command(home: Path, java: Path) -> list[str]:
 
 
 def _running_pid(line: ServerLine | None = None) -> int | None:
+    return _running_pid_at(_pid_file(line))
+
+
+def _running_pid_at(pid_file: Path) -> int | None:
     try:
-        pid = int(_pid_file(line).read_text(encoding="utf-8").strip())
+        pid = int(pid_file.read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
         return None
     try:
@@ -453,6 +461,69 @@ def stop(timeout_s: float = 60.0, line: ServerLine | None = None) -> bool:
         os.kill(pid, signal.SIGKILL)
     _pid_file(line).unlink(missing_ok=True)
     return True
+
+
+# --- a private instance ------------------------------------------------------------------------------
+
+
+def start_instance(
+    home: Path, *, bolt: int, line: ServerLine | None = None, conf: dict[str, str] | None = None
+) -> Neo4jConnection:
+    """Start (or reuse) a server of ``line`` of its own: state in ``home``, Bolt on ``bolt``, no HTTP.
+
+    For data that must not mix with the managed server's (the test suites depend on its
+    contents): a benchmark's generated graph. Same jars, Java and neo4j.conf as the managed
+    server, with ``conf`` replacing or adding settings (memory sizes); its own password, in
+    ``home/password``. Stop it with :func:`stop_instance`.
+    """
+    line = line or line_for()
+    password_path = home / "password"
+    pid = _running_pid_at(home / "run" / "neo4j.pid")
+    if pid is None:
+        java = java_for(line)
+        fetch_neo4j(line)
+        _write_conf(home, line)
+        text = render_conf(listen="127.0.0.1", bolt=bolt, http=None, line=line)
+        (home / "conf" / "neo4j.conf").write_text(_with_settings(text, conf or {}), encoding="utf-8")
+        _set_initial_password(home, line, java, password_path)
+        log_path = home / "logs" / "console.log"
+        _say(f"starting Neo4j {neo4j_version(line)} on 127.0.0.1:{bolt} in {home} (log: {log_path})")
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                _launch_command(home, java), cwd=home, env=_neo4j_env(home, java), stdin=subprocess.DEVNULL,
+                stdout=log, stderr=log, start_new_session=True,
+            )  # fmt: skip
+        (home / "run" / "neo4j.pid").write_text(f"{process.pid}\n", encoding="utf-8")
+    password = SecretStr(password_path.read_text(encoding="utf-8").strip())
+    connection = Neo4jConnection(uri=f"bolt://127.0.0.1:{bolt}", user=USER, password=password, database=DATABASE)
+    wait_until_ready(connection)
+    return connection
+
+
+def stop_instance(home: Path, timeout_s: float = 120.0) -> bool:
+    """Stop the server :func:`start_instance` started in ``home``; True when one was running."""
+    pid_file = home / "run" / "neo4j.pid"
+    pid = _running_pid_at(pid_file)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and _running_pid_at(pid_file) is not None:
+        time.sleep(0.3)
+    if _running_pid_at(pid_file) is not None:
+        os.kill(pid, signal.SIGKILL)
+    pid_file.unlink(missing_ok=True)
+    return True
+
+
+def _with_settings(conf: str, settings: dict[str, str]) -> str:
+    """``conf`` with each of ``settings`` replacing the line that sets it, or appended."""
+    left = dict(settings)
+    lines = []
+    for line in conf.splitlines():
+        key = line.split("=", 1)[0].strip()
+        lines.append(f"{key}={left.pop(key)}" if key in left and not line.startswith("#") else line)
+    return "\n".join([*lines, *(f"{k}={v}" for k, v in left.items()), ""])
 
 
 def status(line: ServerLine | None = None) -> dict[str, Any]:
