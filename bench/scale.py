@@ -500,7 +500,7 @@ def _commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def run_size(size: str, line_name: str, reps: int, e2e_n: int) -> dict[str, Any]:
+def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int) -> dict[str, Any]:
     elements = SIZES[size]
     graph: Graph | None = None
 
@@ -512,7 +512,7 @@ def run_size(size: str, line_name: str, reps: int, e2e_n: int) -> dict[str, Any]
         return graph
 
     home = server_home(line_name, size)
-    connection = ready_graph(home, BOLT_PORTS[line_name], graph_for, elements)
+    connection = ready_graph(home, port, graph_for, elements)
     agent = parameters(graph_for())
     result: dict[str, Any] = {
         "elements": elements, "seed": SEED, "generator": GENERATOR_VERSION, "neo4j": line_name,
@@ -617,6 +617,7 @@ def main() -> int:
     parser.add_argument("--size", action="append", choices=sorted(SIZES), help="graph size (repeatable)")
     parser.add_argument("--label", default="before", help="the name these figures are stored under (before, after)")
     parser.add_argument("--version", default="5.26", help="Neo4j release line of the benchmark's server")
+    parser.add_argument("--port", type=int, help="Bolt port of the benchmark's server (default: 17787 for 5.26)")
     parser.add_argument("--reps", type=int, help="timed repetitions per variant (100k: 15, 1m: 7)")
     parser.add_argument("--e2e", type=int, default=15, help="end-to-end calls per query (0: skip)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="JSON results (merged with what it holds)")
@@ -629,7 +630,7 @@ def main() -> int:
     line_name = line_for(args.version).name
     for size in args.size or ["100k"]:
         reps = args.reps or (15 if size == "100k" else 7)
-        run = run_size(size, line_name, reps, args.e2e)
+        run = run_size(size, line_name, args.port or BOLT_PORTS[line_name], reps, args.e2e)
         results.setdefault("runs", {}).setdefault(args.label, {})[size] = run
         args.out.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
         say(f"results: {args.out} ({args.label}, {size})")
