@@ -67,7 +67,7 @@ from gateway.config import connection_settings
 from gateway.connection import Neo4jConnection
 from gateway.domain import Principal
 from gateway.errors import GatewayError
-from gateway.managed_neo4j import line_for
+from gateway.managed_neo4j import ServerLine, line_for
 from gateway.ops import images, neo4j_local
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH, Policy, ToolName
@@ -88,6 +88,9 @@ SERVER_CONF = {
     "server.memory.pagecache.size": "1g",
 }
 NARROW, WIDE = 1, 10  # projects a narrow and a wide principal see
+# Every query runs under the version the guard reads it as, as the runner sends it (the default
+# policy's default_version), so 5.26 and 2026.x read the same text the same way.
+LANGUAGE = "CYPHER 5 "
 
 
 # --- policies and the oracle's visibility text -----------------------------------------------------
@@ -289,7 +292,9 @@ def server_home(line_name: str, size: str) -> Path:
     return state_dir() / f"bench-scale-{line_name}-{size}"
 
 
-def ready_graph(home: Path, bolt: int, graph_for: Callable[[], Graph], elements: int) -> Neo4jConnection:
+def ready_graph(
+    home: Path, line: ServerLine, bolt: int, graph_for: Callable[[], Graph], elements: int
+) -> Neo4jConnection:
     """The benchmark's server in ``home``, holding the seeded graph (loaded now unless already there)."""
     marker = home / "bench-graph.json"
     wanted = {"elements": elements, "seed": SEED, "generator": GENERATOR_VERSION}
@@ -298,7 +303,7 @@ def ready_graph(home: Path, bolt: int, graph_for: Callable[[], Graph], elements:
         neo4j_local.stop_instance(home)
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
-    connection = neo4j_local.start_instance(home, bolt=bolt, conf=SERVER_CONF)
+    connection = neo4j_local.start_instance(home, bolt=bolt, line=line, conf=SERVER_CONF)
     if not marker.exists():
         load(connection, graph_for())
         marker.write_text(json.dumps(wanted) + "\n", encoding="utf-8")
@@ -371,13 +376,13 @@ def normalized(rows: list[list[Any]]) -> list[Any]:
 def run_read(driver: Any, cypher: str, params: dict[str, Any]) -> tuple[list[list[Any]], float]:
     started = time.perf_counter()
     with driver.session(default_access_mode=neo4j.READ_ACCESS) as session:
-        rows = session.execute_read(lambda tx: [r.values() for r in tx.run(cypher, params)])
+        rows = session.execute_read(lambda tx: [r.values() for r in tx.run(LANGUAGE + cypher, params)])
     return rows, (time.perf_counter() - started) * 1000
 
 
 def db_hits(driver: Any, cypher: str, params: dict[str, Any]) -> int:
     with driver.session(default_access_mode=neo4j.READ_ACCESS) as session:
-        summary = session.execute_read(lambda tx: tx.run("PROFILE " + cypher, params).consume())
+        summary = session.execute_read(lambda tx: tx.run(LANGUAGE + "PROFILE " + cypher, params).consume())
 
     def total(plan: dict[str, Any]) -> int:
         return int(plan.get("dbHits", 0)) + sum(total(child) for child in plan.get("children", []))
@@ -512,7 +517,7 @@ def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int) -> dic
         return graph
 
     home = server_home(line_name, size)
-    connection = ready_graph(home, port, graph_for, elements)
+    connection = ready_graph(home, line_for(line_name), port, graph_for, elements)
     agent = parameters(graph_for())
     result: dict[str, Any] = {
         "elements": elements, "seed": SEED, "generator": GENERATOR_VERSION, "neo4j": line_name,
@@ -631,9 +636,11 @@ def main() -> int:
     for size in args.size or ["100k"]:
         reps = args.reps or (15 if size == "100k" else 7)
         run = run_size(size, line_name, args.port or BOLT_PORTS[line_name], reps, args.e2e)
-        results.setdefault("runs", {}).setdefault(args.label, {})[size] = run
+        # 5.26 (the default line) under the size alone, so before/after and growth read one key.
+        key = size if line_name == "5.26" else f"{size}-{line_name}"
+        results.setdefault("runs", {}).setdefault(args.label, {})[key] = run
         args.out.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
-        say(f"results: {args.out} ({args.label}, {size})")
+        say(f"results: {args.out} ({args.label}, {key})")
     print(tables(results))
     return 0
 
