@@ -9,6 +9,9 @@ directory (conf, data, logs, password), its own ports and its own Java (5.26
 runs on Java 17 or 21, 2026.x needs 21 or newer). Starting is idempotent: a
 running server is reused.
 
+:func:`start_instance` runs a line's jars with a state directory, port and password of its own
+(a benchmark's generated graph, kept apart from the managed server the tests use).
+
 The ``neo4j`` driver is imported lazily and only by the connectivity wait, so
 importing this module never loads the driver into a gateway process.
 """
