@@ -560,9 +560,9 @@ def tables(results: dict[str, Any]) -> str:
     """Markdown: per label, size and policy, every query's unscoped and scoped figures and ratios."""
     out: list[str] = []
     for label, sizes in results.get("runs", {}).items():
-        for size, run in sizes.items():
+        for run in sizes.values():
             for policy, entry in run["policies"].items():
-                out.append(f"\n**{label}, {size} elements ({run['neo4j']}), policy {policy}**\n")
+                out.append(f"\n**{label}, {run['elements']:,} elements, Neo4j {run['neo4j']}, policy {policy}**\n")
                 if "skipped" in entry:
                     out.append(entry["skipped"])
                     continue
