@@ -188,7 +188,8 @@ class ToolRules:
 
     def relationship(self, var: str, types: frozenset[str] = frozenset(), depth: int = 0) -> str:
         """``var`` is a relationship whose own rule and filters hold (hidden types and endpoints apart)."""
-        named = sorted(set(self.scope.relationships) | set(self.filters))
+        # Filters share one namespace of labels and types: a name the policy rules as a label is one.
+        named = sorted(set(self.scope.relationships) | (set(self.filters) - set(self.scope.nodes)))
         if named and not _IDENTIFIER.fullmatch(var):
             bound = f"{_PREFIX}e{depth}"
             return f"any({bound} IN [{var}] WHERE {self.relationship(bound, types, depth)})"
