@@ -311,3 +311,44 @@ def test_layer2_without_rules_reads_like_before() -> None:
 def test_the_rules_policy_is_a_valid_policy() -> None:
     assert isinstance(POLICY, Policy)
     assert POLICY.scope_attributes() == ["layers", "repositories"]
+
+
+# ---- the reviewer's view ---------------------------------------------------------------------
+
+
+def test_policy_show_says_every_rule_as_a_sentence() -> None:
+    from gateway.policy_cli import render_policy, rule_sentences
+
+    sentences = rule_sentences(POLICY)
+    assert (
+        "an Attempt is visible when its Task's Repository's name is one of the caller's repositories "
+        "(path (x)<-[:HAS_ATTEMPT]-(anchor:Task))"
+    ) in sentences
+    assert "a Repository is visible when its name is one of the caller's repositories" in sentences
+    assert "a Catalog is visible to every caller" in sentences
+    assert "a Bookkeeping is never visible" in sentences
+    assert "a relationship of type HAS_TASK is visible to every caller" in sentences
+    assert "under analyze, a Fact is visible only when it has no validTo" in sentences
+    assert (
+        "under recall, a Task is visible only when its id equals the request's $taskId "
+        "(and so is anything derived from it)"
+    ) in sentences
+    assert "scope: an Attempt is visible when" in render_policy(POLICY)
+    default = rule_sentences(load_policy())
+    assert default == [
+        "an element of a label or type not named below is visible when its layers is an empty list or shares an "
+        "entry with the caller's layers"
+    ]
+
+
+def test_policy_lint_refuses_a_cycle_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from gateway.policy_cli import EXIT_INVALID_POLICY, _handle_lint
+
+    raw = _raw()
+    raw["scope"]["nodes"]["Repository"] = {"kind": "derived", "path": "(x)-[:OWNS]->(anchor:Attempt)"}
+    file = tmp_path / "cycle.yaml"
+    file.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert _handle_lint(argparse.Namespace(file=str(file))) == EXIT_INVALID_POLICY
+    assert "derived rules form a cycle" in capsys.readouterr().out

@@ -173,3 +173,21 @@ def test_recall_sees_retired_facts_that_analyze_filters(
 def test_a_recall_must_still_supply_the_pinned_parameters(sandbox_runner: SandboxRunner, marker: str) -> None:
     with pytest.raises(QueryRejected):
         gateway(sandbox_runner, {}).run("recall", f"MATCH (a:Attempt:{marker}) RETURN a", {}, ALICE)
+
+
+def test_the_survey_checks_the_properties_the_rules_read(neo4j_driver: Any, marker: str) -> None:
+    from gateway import scope_survey
+
+    def run(cypher: str, params: dict[str, Any]) -> list[list[Any]]:
+        records, _, _ = neo4j_driver.execute_query(cypher, params, database_="neo4j", routing_="r")
+        return [list(r.values()) for r in records]
+
+    fits = scope_survey.survey(POLICY, run, counts=False)
+    assert fits.missing_properties == [] and fits.property_found
+    raw = POLICY.model_dump()
+    raw["scope"]["nodes"]["Repository"] = {"kind": "equality", "property": "owner", "attribute": "repositories"}
+    raw["scope"]["nodes"][f"Absent{marker}"] = {"kind": "public"}
+    misfit = scope_survey.survey(type(POLICY).model_validate(raw), run, counts=False)
+    assert misfit.missing_properties == ["Repository.owner"]
+    assert f"Absent{marker}" in misfit.missing_labels
+    assert any("Repository.owner" in problem for problem in misfit.problems)
