@@ -191,3 +191,37 @@ def test_the_survey_checks_the_properties_the_rules_read(neo4j_driver: Any, mark
     assert misfit.missing_properties == ["Repository.owner"]
     assert f"Absent{marker}" in misfit.missing_labels
     assert any("Repository.owner" in problem for problem in misfit.problems)
+
+
+EVERYTHING = Principal(
+    name="everything", scope=frozenset({"team", "other"}), attributes={"repositories": frozenset({"repo-a", "repo-b"})}
+)
+
+
+@pytest.mark.parametrize(
+    "cypher",
+    [
+        "MATCH (r:Repository:{m})-[:HAS_TASK]->(t)-[:HAS_ATTEMPT]->(a) RETURN r.name, t.name, a.name",
+        "MATCH (t:Task:{m}) OPTIONAL MATCH (t)-[:USES]->(c) RETURN t.name, c.name",
+        "MATCH (n:{m}) WHERE n:Repository OR n:Task RETURN labels(n), count(*)",
+        "MATCH p = (:Repository:{m})-[*1..2]->(x) RETURN length(p), x.name",
+    ],
+)
+def test_where_the_rules_hide_nothing_the_rewrite_answers_like_the_agents_own_query(
+    sandbox_runner: SandboxRunner, marker: str, cypher: str
+) -> None:
+    # The invariant: every rule kind holds for this caller on these elements, so scoping changes nothing.
+    text = cypher.format(m=marker)
+    scoped = gateway(sandbox_runner, {}).run("analyze", text, {}, EVERYTHING)
+    unscoped = gateway(sandbox_runner, {"scope_rewrite": False, "result_check": False}).run(
+        "analyze", text, {}, EVERYTHING
+    )
+    assert scoped.columns == unscoped.columns
+    assert sorted(map(repr, scoped.rows)) == sorted(map(repr, unscoped.rows)) and unscoped.rows
+
+
+@pytest.mark.requires_2026
+@pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
+def test_every_rule_kind_in_cypher_25(sandbox_runner: SandboxRunner, marker: str, switches: dict[str, bool]) -> None:
+    result = gateway(sandbox_runner, switches).run("analyze", f"CYPHER 25 MATCH (n:{marker}) RETURN n", {}, ALICE)
+    assert names(result) == VISIBLE_TO_ALICE
