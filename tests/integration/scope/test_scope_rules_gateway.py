@@ -42,6 +42,8 @@ def marker(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[str]:
             f"(a21:Attempt:{m} {{name: 'attempt-a2-1'}}), (b11:Attempt:{m} {{name: 'attempt-b1-1'}}), "
             f"(:Attempt:{m} {{name: 'attempt-orphan'}}), "
             f"(c:Catalog:{m} {{name: 'catalog'}}), (:Catalog:Bookkeeping:{m} {{name: 'bookkeeping'}}), "
+            # Public by one label, another repository's by the other: an extra label never widens.
+            f"(:Catalog:Repository:{m} {{name: 'repo-b'}}), "
             f"(:Fact:{m} {{name: 'fact-live', layers: ['team']}}), "
             f"(:Fact:{m} {{name: 'fact-retired', layers: ['team'], validTo: '2024-01-01'}}), "
             f"(:Fact:{m} {{name: 'fact-other', layers: ['other']}}), "
@@ -125,7 +127,7 @@ def test_aggregates_count_only_visible_elements(sandbox_runner: SandboxRunner, m
 def test_the_unchecked_control_really_returns_the_hidden_elements(sandbox_runner: SandboxRunner, marker: str) -> None:
     off = {"scope_rewrite": False, "result_check": False}
     result = gateway(sandbox_runner, off).run("analyze", f"MATCH (n:{marker}) RETURN n", {}, ALICE)
-    assert len(result.rows) == 18
+    assert len(result.rows) == 19
 
 
 # ---- recall pinned for real ------------------------------------------------------------------
@@ -168,6 +170,13 @@ def test_recall_sees_retired_facts_that_analyze_filters(
     assert names(recalled) == ["fact-live", "fact-retired"]
     analyzed = run("analyze", f"MATCH (f:Fact:{marker}) RETURN f", {}, ALICE)
     assert names(analyzed) == ["fact-live"]
+
+
+def test_a_caller_cannot_supply_an_attribute_parameter(sandbox_runner: SandboxRunner, marker: str) -> None:
+    with pytest.raises(QueryRejected):
+        gateway(sandbox_runner, {}).run(
+            "analyze", f"MATCH (n:{marker}) RETURN n", {"__gw_attr_repositories": ["repo-b"]}, ALICE
+        )
 
 
 def test_a_recall_must_still_supply_the_pinned_parameters(sandbox_runner: SandboxRunner, marker: str) -> None:
