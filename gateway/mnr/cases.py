@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.domain import DEFAULT_ATTRIBUTE, Principal
 from gateway.policy import ToolName
 
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -104,8 +105,23 @@ class Selector(_Strict):
 
 class PrincipalSpec(_Strict):
     name: Annotated[str, Field(min_length=1)]
-    # An empty list means global-only, never everything.
-    scope: tuple[str, ...] = ()
+    # A plain list is the default attribute (`layers`); a mapping names attribute lists
+    # (`{layers: [...], repositories: [...]}`) for policies whose rules read others. An empty
+    # list means global-only, never everything; an attribute left out is empty.
+    scope: tuple[str, ...] | dict[str, tuple[str, ...]] = ()
+
+    def principal(self) -> Principal:
+        if isinstance(self.scope, dict):
+            attributes = {k: frozenset(v) for k, v in self.scope.items() if k != DEFAULT_ATTRIBUTE}
+            layers = frozenset(self.scope.get(DEFAULT_ATTRIBUTE, ()))
+            return Principal(name=self.name, scope=layers, attributes=attributes)
+        return Principal(name=self.name, scope=frozenset(self.scope))
+
+    def shown_scope(self) -> list[str]:
+        """The scope as one list for reports: layers as they are, other attributes as ``name=value``."""
+        if isinstance(self.scope, dict):
+            return [v if k == DEFAULT_ATTRIBUTE else f"{k}={v}" for k, values in self.scope.items() for v in values]
+        return list(self.scope)
 
 
 # The layers that keep a case's query a checked read: with one of them off, what the file says

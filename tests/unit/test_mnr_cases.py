@@ -15,7 +15,7 @@ from gateway.mnr.match import FixtureElement, Matcher
 from gateway.mnr.report import junit_xml, summary, table
 from gateway.mnr.runner import CaseOutcome, MnrSession
 from gateway.mnr.seed import MEMORY_FIXTURE, statements
-from gateway.policy import load_policy
+from gateway.policy import POLICIES_DIR, load_policy
 from tests.support.paths import MNR_SUITES as MNR_DIR
 
 
@@ -92,8 +92,13 @@ def test_load_suite_names_the_file_and_the_problem(tmp_path: Path) -> None:
         load_suite(unknown_builtin)
 
 
+def _default_suite_files() -> list[Path]:
+    """The default policy's suites: the files directly in tests/mnr (a subdirectory holds another policy's)."""
+    return sorted(MNR_DIR.glob("*.mnr.yaml"))
+
+
 def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
-    files = discover([MNR_DIR])
+    files = _default_suite_files()
     suites = [load_suite(f) for f in files]
     total = sum(len(s.cases) for s in suites)
     assert total >= 60, total
@@ -109,8 +114,15 @@ def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
 
 
 def test_shipped_suites_declare_their_policy_and_describe_every_case() -> None:
+    assert {load_suite(f).policy for f in _default_suite_files()} == {load_policy().name}
     suites = [load_suite(f) for f in discover([MNR_DIR])]
-    assert {s.policy for s in suites} == {load_policy().name}
+    # A subdirectory is named after the shipped policy its suites assume, and uses that graph's fixture.
+    for suite in suites:
+        assert suite.source is not None
+        if suite.source.parent != MNR_DIR:
+            assert suite.policy == suite.source.parent.name, suite.source
+            assert suite.fixture == f"builtin:{suite.policy}", suite.source
+            assert (POLICIES_DIR / f"{suite.policy}.yaml").is_file(), suite.source
     undescribed = [f"{s.name}::{c.id}" for s in suites for c in s.cases if not c.description.strip()]
     assert not undescribed, undescribed
 
