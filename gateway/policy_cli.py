@@ -300,7 +300,7 @@ def find_policy_file(given: str) -> tuple[Path, str | None]:
 
 
 def _handle_init(args: argparse.Namespace) -> int:
-    from gateway.policy_init import TemplateError, render_template
+    from gateway.policy_init import render_template
 
     shipped = shipped_policies()
     if args.template not in shipped:
@@ -309,7 +309,7 @@ def _handle_init(args: argparse.Namespace) -> int:
         )
     try:
         text = render_template(args.template, shipped[args.template], args.scope_property)
-    except TemplateError as exc:
+    except PolicyError as exc:
         return _usage_error(str(exc))
     sys.stdout.write(text)
     return EXIT_ALLOWED

@@ -18,15 +18,11 @@ from typing import Any
 
 import yaml
 
-from gateway.errors import SetupError
+from gateway.policy import PolicyError
 
 # A property name as the rules embed it in Cypher: a plain identifier (no backticks needed).
 _PROPERTY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RULE_GROUPS = ("nodes", "relationships")
-
-
-class TemplateError(SetupError):
-    """A template cannot be written as asked; the message names the template and the problem."""
 
 
 def scope_properties(document: dict[str, Any]) -> set[str]:
@@ -71,20 +67,20 @@ def _parse(name: str, text: str) -> dict[str, Any]:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise TemplateError(f"template {name!r} is not valid YAML: {exc}") from exc
+        raise PolicyError(f"template {name!r} is not valid YAML: {exc}") from exc
     if not isinstance(document, dict):
-        raise TemplateError(f"template {name!r} does not hold a mapping")
+        raise PolicyError(f"template {name!r} does not hold a mapping")
     return document
 
 
 def _renamed(name: str, text: str, document: dict[str, Any], new: str) -> str:
     if not _PROPERTY_NAME.fullmatch(new):
-        raise TemplateError(
+        raise PolicyError(
             f"--scope-property {new!r}: a property name is letters, digits and '_', not starting with a digit"
         )
     found = scope_properties(document)
     if len(found) != 1:
-        raise TemplateError(
+        raise PolicyError(
             f"template {name!r} reads {len(found)} scope properties ({', '.join(sorted(found)) or 'none'}): "
             "--scope-property cannot tell which to rename; edit the rules by hand"
         )
@@ -100,7 +96,7 @@ def _renamed(name: str, text: str, document: dict[str, Any], new: str) -> str:
     renamed = re.sub(r"`[^`\n]*`", lambda m: word.sub(new, m[0]), renamed)
     after = scope_properties(_parse(name, renamed))
     if after != {new}:
-        raise TemplateError(
+        raise PolicyError(
             f"template {name!r}: renaming {old!r} to {new!r} left the rules reading {sorted(after)}; "
             "nothing was written"
         )

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.policy import POLICIES_DIR, load_policy
-from gateway.policy_init import TemplateError, render_template, scope_properties
+from gateway.policy import POLICIES_DIR, PolicyError, load_policy
+from gateway.policy_init import render_template, scope_properties
 
 
 def init(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -103,7 +103,7 @@ def test_a_template_reading_two_scope_properties_is_refused(tmp_path: Path) -> N
         "name: two\nscope:\n  layers_property: layers\n  default: {kind: denied}\n  nodes:\n"
         "    A: {kind: membership}\n    B: {kind: equality, property: tenant, attribute: tenants}\n"
     )
-    with pytest.raises(TemplateError, match=r"template 'two' reads 2 scope properties \(layers, tenant\)"):
+    with pytest.raises(PolicyError, match=r"template 'two' reads 2 scope properties \(layers, tenant\)"):
         render_template("two", two, "scope_ids")
 
 
@@ -112,5 +112,5 @@ def test_a_rename_the_rules_would_not_see_is_refused(tmp_path: Path) -> None:
     # the check on the result refuses rather than print a policy still reading `layers`.
     odd = tmp_path / "odd.yaml"
     odd.write_text("name: odd\nscope:\n  default: {kind: membership, property: !!str layers}\n")
-    with pytest.raises(TemplateError, match="left the rules reading"):
+    with pytest.raises(PolicyError, match="left the rules reading"):
         render_template("odd", odd, "layer_ids")
