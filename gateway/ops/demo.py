@@ -616,6 +616,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             demo.run()
         except Exception as exc:  # a crashed session is a failed demo, reported as such
             _say(f"the scripted session failed: {type(exc).__name__}: {exc}")
+            # Said in the report too: a session that never got to its steps must not read as "all ok".
+            crashed = Step("A scripted session could not run", "-", "-", f"{type(exc).__name__}: {exc}", {})
+            crashed.problem = "the session ended before its steps (server stderr below, on stderr)"
+            demo.steps.append(crashed)
             for log in sorted(workdir.glob("server-stderr*.log")):
                 _say(f"last lines of {log.name}:")
                 for line in log.read_text(encoding="utf-8").splitlines()[-15:]:
