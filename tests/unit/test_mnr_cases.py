@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.connection import Neo4jConnection
-from gateway.mnr.cases import Case, LayerPermit, Selector, Suite, SuiteError, discover, load_suite
+from gateway.mnr.cases import Case, LayerPermit, PrincipalSpec, Selector, Suite, SuiteError, discover, load_suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.mnr.report import junit_xml, summary, table
 from gateway.mnr.runner import CaseOutcome, MnrSession
@@ -298,3 +298,18 @@ def test_the_runner_refuses_an_unpermitted_guarding_switch_before_anything_runs(
     with MnrSession(connection=nowhere, runner=None, layer_permits=[permit]) as session:
         permitted = session.run_case(suite, suite.cases[0])
     assert permitted.failures[0].startswith("harness error")
+
+
+def test_a_principal_scope_is_a_layers_list_or_named_attribute_lists() -> None:
+    plain = PrincipalSpec.model_validate({"name": "p", "scope": ["layer-a"]}).principal()
+    assert plain.scope == frozenset({"layer-a"}) and plain.attributes == {}
+    named = PrincipalSpec.model_validate(
+        {"name": "p", "scope": {"layers": ["layer-a"], "repositories": ["acme/payments"]}}
+    ).principal()
+    assert named.scope == frozenset({"layer-a"})
+    assert named.attribute("repositories") == frozenset({"acme/payments"})
+    assert named.attribute("tenants") == frozenset()  # an attribute left out is empty, never everything
+    only_repositories = PrincipalSpec.model_validate({"name": "p", "scope": {"repositories": ["x"]}}).principal()
+    assert only_repositories.scope == frozenset()  # no layers: global-only under a membership rule
+    with pytest.raises(ValidationError):
+        PrincipalSpec.model_validate({"name": "p", "scope": {"repositories": "acme/payments"}})
