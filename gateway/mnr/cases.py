@@ -29,7 +29,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gateway.domain import DEFAULT_ATTRIBUTE, Principal
+from gateway.domain import Principal
 from gateway.policy import ToolName
 
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -105,23 +105,16 @@ class Selector(_Strict):
 
 class PrincipalSpec(_Strict):
     name: Annotated[str, Field(min_length=1)]
-    # A plain list is the default attribute (`layers`); a mapping names attribute lists
-    # (`{layers: [...], repositories: [...]}`) for policies whose rules read others. An empty
-    # list means global-only, never everything; an attribute left out is empty.
-    scope: tuple[str, ...] | dict[str, tuple[str, ...]] = ()
+    # The layers list; an empty list means global-only, never everything. None: not written.
+    scope: tuple[str, ...] | None = None
+    # Further named lists a policy's rules read (``repositories``, ``tenants``, …); one the
+    # principal lacks is empty.
+    attributes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     def principal(self) -> Principal:
-        if isinstance(self.scope, dict):
-            attributes = {k: frozenset(v) for k, v in self.scope.items() if k != DEFAULT_ATTRIBUTE}
-            layers = frozenset(self.scope.get(DEFAULT_ATTRIBUTE, ()))
-            return Principal(name=self.name, scope=layers, attributes=attributes)
-        return Principal(name=self.name, scope=frozenset(self.scope))
-
-    def shown_scope(self) -> list[str]:
-        """The scope as one list for reports: layers as they are, other attributes as ``name=value``."""
-        if isinstance(self.scope, dict):
-            return [v if k == DEFAULT_ATTRIBUTE else f"{k}={v}" for k, values in self.scope.items() for v in values]
-        return list(self.scope)
+        """The principal the gateway runs this case as."""
+        named = {name: frozenset(values) for name, values in self.attributes.items()}
+        return Principal(name=self.name, scope=frozenset(self.scope or ()), attributes=named)
 
 
 # The layers that keep a case's query a checked read: with one of them off, what the file says

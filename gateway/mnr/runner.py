@@ -214,7 +214,7 @@ class MnrSession:
         started = time.monotonic()
         blank = CaseOutcome(
             suite=suite.name, file=str(suite.source or ""), case_id=case.id, description=case.description,
-            tool=resolved.tool, principal=resolved.principal.name, scope=resolved.principal.shown_scope(),
+            tool=resolved.tool, principal=resolved.principal.name, scope=list(resolved.principal.scope or ()),
             status="passed",
         )  # fmt: skip
         outcome = blank.model_copy(deep=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from gateway.connection import Neo4jConnection
@@ -115,14 +116,17 @@ def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
 
 def test_shipped_suites_declare_their_policy_and_describe_every_case() -> None:
     assert {load_suite(f).policy for f in _default_suite_files()} == {load_policy().name}
-    suites = [load_suite(f) for f in discover([MNR_DIR])]
-    # A subdirectory is named after the shipped policy its suites assume, and uses that graph's fixture.
-    for suite in suites:
-        assert suite.source is not None
-        if suite.source.parent != MNR_DIR:
-            assert suite.policy == suite.source.parent.name, suite.source
-            assert suite.fixture == f"builtin:{suite.policy}", suite.source
-            assert (POLICIES_DIR / f"{suite.policy}.yaml").is_file(), suite.source
+    # A subfolder holds another policy's suites beside that policy (policy.yaml); the shipped graphs'
+    # folders link the shipped policy of their name and use that graph's built-in fixture.
+    for shipped in ("mentis", "mindreader"):
+        own = MNR_DIR / shipped / "policy.yaml"
+        assert own.resolve() == (POLICIES_DIR / f"{shipped}.yaml").resolve(), own
+        suites = [load_suite(f) for f in discover([MNR_DIR / shipped])]
+        assert suites and all(s.policy == shipped and s.fixture == f"builtin:{shipped}" for s in suites)
+    for file in discover([MNR_DIR]):
+        if file.parent != MNR_DIR:
+            declared = yaml.safe_load((file.parent / "policy.yaml").read_text(encoding="utf-8"))["name"]
+            assert load_suite(file).policy == declared, file
     undescribed = [f"{s.name}::{c.id}" for s in suites for c in s.cases if not c.description.strip()]
     assert not undescribed, undescribed
 
@@ -300,16 +304,16 @@ def test_the_runner_refuses_an_unpermitted_guarding_switch_before_anything_runs(
     assert permitted.failures[0].startswith("harness error")
 
 
-def test_a_principal_scope_is_a_layers_list_or_named_attribute_lists() -> None:
+def test_a_principal_has_a_layers_list_and_named_attribute_lists() -> None:
     plain = PrincipalSpec.model_validate({"name": "p", "scope": ["layer-a"]}).principal()
     assert plain.scope == frozenset({"layer-a"}) and plain.attributes == {}
     named = PrincipalSpec.model_validate(
-        {"name": "p", "scope": {"layers": ["layer-a"], "repositories": ["acme/payments"]}}
+        {"name": "p", "scope": ["layer-a"], "attributes": {"repositories": ["acme/payments"]}}
     ).principal()
     assert named.scope == frozenset({"layer-a"})
     assert named.attribute("repositories") == frozenset({"acme/payments"})
     assert named.attribute("tenants") == frozenset()  # an attribute left out is empty, never everything
-    only_repositories = PrincipalSpec.model_validate({"name": "p", "scope": {"repositories": ["x"]}}).principal()
-    assert only_repositories.scope == frozenset()  # no layers: global-only under a membership rule
+    only_repositories = PrincipalSpec.model_validate({"name": "p", "attributes": {"repositories": ["x"]}})
+    assert only_repositories.principal().scope == frozenset()  # no layers: global-only under a membership rule
     with pytest.raises(ValidationError):
-        PrincipalSpec.model_validate({"name": "p", "scope": {"repositories": "acme/payments"}})
+        PrincipalSpec.model_validate({"name": "p", "attributes": {"repositories": "acme/payments"}})

@@ -74,7 +74,7 @@ def test_mentis_template_renames_the_repository_property_in_its_rule_and_its_pin
     pins = document["tools"]["recall"]["pins"]
     assert pins["Repository"] == {"property": "repo_name", "parameter": "repository"}
     assert pins["Task"] == {"property": "id", "parameter": "taskId"}  # not the scope property: kept
-    assert document["scope"]["hidden_properties"] == {"Attempt": ["embedding"], "Conclusion": ["embedding"]}
+    assert document["hidden_properties"] == {"Attempt": ["embedding"], "Conclusion": ["embedding"]}
 
 
 def test_every_shipped_template_has_exactly_one_scope_property() -> None:
