@@ -1,4 +1,4 @@
-"""``cypher-gateway check`` and ``cypher-gateway policy show|lint``.
+"""``cypher-gateway check`` and ``cypher-gateway policy show|lint|init``.
 
 ``check`` is a fixed contract other tooling depends on: one query on stdin,
 one JSON object on stdout, the same the MCP ``check`` tool answers
@@ -88,6 +88,17 @@ def register(subparsers: Any) -> None:
     lint = actions.add_parser("lint", help="validate one policy file (exit 0 valid, 1 invalid)")
     lint.add_argument("file", help="policy file")
     lint.set_defaults(handler=_handle_lint)
+    init = actions.add_parser(
+        "init", help="write a starting policy to stdout from a shipped one: policy init --template NAME > my.yaml",
+        description="Print a shipped policy (the template: default, mentis or mindreader) with a header, ready to "
+        "edit; --scope-property renames the property its visibility rules read (layers, or Mentis's repository "
+        "name) throughout. Exit 0 written, 2 usage error (unknown template, a name that is not a property).",
+    )  # fmt: skip
+    init.add_argument("--template", required=True, metavar="NAME", help="a shipped policy: "
+                      + ", ".join(p.stem for p in sorted(POLICIES_DIR.glob("*.yaml"))))  # fmt: skip
+    init.add_argument("--scope-property", metavar="NAME",
+                      help="the name your graph gives the scope property (e.g. layer_ids)")  # fmt: skip
+    init.set_defaults(handler=_handle_init)
 
 
 def _usage_error(message: str) -> int:
@@ -357,6 +368,22 @@ def find_policy_file(given: str) -> tuple[Path, str | None]:
         f"no policy {given!r}: {looked}; shipped policies: {', '.join(shipped) or '(none)'} "
         "(give one's name, or the path of your own policy file)"
     )
+
+
+def _handle_init(args: argparse.Namespace) -> int:
+    from gateway.policy_init import render_template
+
+    shipped = shipped_policies()
+    if args.template not in shipped:
+        return _usage_error(
+            f"no template {args.template!r}: the templates are the shipped policies: {', '.join(shipped)}"
+        )
+    try:
+        text = render_template(args.template, shipped[args.template], args.scope_property)
+    except PolicyError as exc:
+        return _usage_error(str(exc))
+    sys.stdout.write(text)
+    return EXIT_ALLOWED
 
 
 def _handle_show(args: argparse.Namespace) -> int:
