@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.domain import Principal
 from gateway.policy import ToolName
 
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -104,8 +105,16 @@ class Selector(_Strict):
 
 class PrincipalSpec(_Strict):
     name: Annotated[str, Field(min_length=1)]
-    # An empty list means global-only, never everything.
-    scope: tuple[str, ...] = ()
+    # The layers list; an empty list means global-only, never everything. None: not written.
+    scope: tuple[str, ...] | None = None
+    # Further named lists a policy's rules read (``repositories``, ``tenants``, …); one the
+    # principal lacks is empty.
+    attributes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    def principal(self) -> Principal:
+        """The principal the gateway runs this case as."""
+        named = {name: frozenset(values) for name, values in self.attributes.items()}
+        return Principal(name=self.name, scope=frozenset(self.scope or ()), attributes=named)
 
 
 # The layers that keep a case's query a checked read: with one of them off, what the file says

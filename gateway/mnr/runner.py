@@ -214,7 +214,7 @@ class MnrSession:
         started = time.monotonic()
         blank = CaseOutcome(
             suite=suite.name, file=str(suite.source or ""), case_id=case.id, description=case.description,
-            tool=resolved.tool, principal=resolved.principal.name, scope=list(resolved.principal.scope),
+            tool=resolved.tool, principal=resolved.principal.name, scope=list(resolved.principal.scope or ()),
             status="passed",
         )  # fmt: skip
         outcome = blank.model_copy(deep=True)
@@ -280,7 +280,7 @@ class MnrSession:
     def _judge(self, resolved: ResolvedCase, matcher: Matcher, outcome: CaseOutcome) -> None:
         case = resolved.case
         gateway = self._gateway(case)
-        principal = Principal(name=resolved.principal.name, scope=frozenset(resolved.principal.scope))
+        principal = resolved.principal.principal()
         failures: list[str] = []
         try:
             result = _run_patiently(gateway, resolved, principal)

@@ -25,6 +25,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gateway.scope.rules import ToolRules
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Generated names all start with this prefix; the rewrite refuses queries that
@@ -52,17 +54,34 @@ class Predicates:
     hidden_types: tuple[str, ...]
     # The policy's scope.untagged: True only when it opted into "global" for a missing property.
     untagged_global: bool = False
+    # The policy's rules for this tool (gateway/scope/rules.py); None: membership on layers_property
+    # for every element, the reading of a policy that names no rules.
+    rules: ToolRules | None = None
 
     # The two entry points the rewrite uses (docs/decisions/0018): what a pattern states about the
     # element (labels, types; possibly nothing) lets a rule table pick the rules that apply.
 
     def node_visible(self, node: str, labels: frozenset[str] = frozenset()) -> str:
-        """``node`` (a variable or expression) is visible to the caller."""
-        return self.visible(node)
+        """``node`` (a variable or expression) is visible to the caller.
+
+        ``labels`` are labels the pattern says the node carries (it may carry more at run time);
+        the text holds every named label's rule it carries, whatever was stated.
+        """
+        if self.rules is None:
+            return self.visible(node)
+        return self.rules.node(node, labels)
 
     def relationship_visible(self, rel: str, types: frozenset[str] = frozenset()) -> str:
-        """``rel`` is visible and not of a hidden type (its endpoints are checked apart)."""
-        return self.visible_relationship(rel)
+        """``rel`` is visible and not of a hidden type (its endpoints are checked apart).
+
+        ``types`` are the types the pattern allows (``[:A|B]``); the relationship has one of them.
+        """
+        own = self.visible(rel) if self.rules is None else self.rules.relationship(rel, types)
+        own = f"({own})"
+        hidden = [t for t in self.hidden_types if not types or t in types]
+        if not hidden:
+            return own
+        return f"{own} AND NOT type({rel}) IN [{', '.join(string_literal(t) for t in hidden)}]"
 
     def visible(self, element: str) -> str:
         """``element`` (a variable or expression) is visible to the caller."""
@@ -79,26 +98,22 @@ class Predicates:
 
     def visible_relationship(self, rel: str) -> str:
         """The relationship itself is visible and not of a hidden type (endpoints are checked apart)."""
-        own = f"({self.visible(rel)})"
-        if not self.hidden_types:
-            return own
-        types = ", ".join(string_literal(t) for t in self.hidden_types)
-        return f"{own} AND NOT type({rel}) IN [{types}]"
+        return self.relationship_visible(rel)
 
     def visible_path(self, path: str, *, has_relationships: bool = True) -> str:
         """Every node and every relationship on ``path`` is visible."""
         node = f"{GENERATED_PREFIX}x"
-        out = f"all({node} IN nodes({path}) WHERE {self.visible(node)})"
+        out = f"all({node} IN nodes({path}) WHERE {self.node_visible(node)})"
         if has_relationships:
             rel = f"{GENERATED_PREFIX}r"
-            out += f" AND all({rel} IN relationships({path}) WHERE {self.visible_relationship(rel)})"
+            out += f" AND all({rel} IN relationships({path}) WHERE {self.relationship_visible(rel)})"
         return out
 
     def visible_relationship_with_endpoints(self, rel: str) -> str:
         """A relationship bound outside a pattern (an index procedure's YIELD): it and both endpoints."""
         return (
-            f"{self.visible_relationship(rel)} AND ({self.visible(f'startNode({rel})')}) "
-            f"AND ({self.visible(f'endNode({rel})')})"
+            f"{self.relationship_visible(rel)} AND ({self.node_visible(f'startNode({rel})')}) "
+            f"AND ({self.node_visible(f'endNode({rel})')})"
         )
 
     # One predicate for many paths or elements: the guard in front of an agent's condition names
@@ -108,12 +123,12 @@ class Predicates:
         """Every node and relationship on every path of ``paths`` ((name, has_relationships) pairs) is visible."""
         node = f"{GENERATED_PREFIX}x"
         nodes = " + ".join(f"nodes({name})" for name, _ in paths)
-        out = f"all({node} IN {nodes} WHERE {self.visible(node)})"
+        out = f"all({node} IN {nodes} WHERE {self.node_visible(node)})"
         with_relationships = [name for name, has in paths if has]
         if with_relationships:
             rel = f"{GENERATED_PREFIX}r"
             rels = " + ".join(f"relationships({name})" for name in with_relationships)
-            out += f" AND all({rel} IN {rels} WHERE {self.visible_relationship(rel)})"
+            out += f" AND all({rel} IN {rels} WHERE {self.relationship_visible(rel)})"
         return out
 
     def visible_elements(self, nodes: Sequence[str], relationships: Sequence[str], lists: Sequence[str]) -> str:
@@ -122,7 +137,7 @@ class Predicates:
         parts: list[str] = []
         if nodes:
             node = f"{GENERATED_PREFIX}x"
-            parts.append(f"all({node} IN [{', '.join(nodes)}] WHERE {self.visible(node)})")
+            parts.append(f"all({node} IN [{', '.join(nodes)}] WHERE {self.node_visible(node)})")
         sources = ([f"[{', '.join(relationships)}]"] if relationships else []) + list(lists)
         if sources:
             rel = f"{GENERATED_PREFIX}e"
