@@ -505,7 +505,7 @@ def _commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int) -> dict[str, Any]:
+def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int, only: list[str] | None) -> dict[str, Any]:
     elements = SIZES[size]
     graph: Graph | None = None
 
@@ -527,7 +527,7 @@ def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int) -> dic
     }  # fmt: skip
     try:
         with driver_for(connection) as driver:
-            for case in POLICIES:
+            for case in (c for c in POLICIES if not only or c.name in only):
                 try:
                     policy = case.load()
                 except (ValidationError, ValueError) as exc:
@@ -539,7 +539,9 @@ def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int) -> dic
                     continue
                 say(f"policy {case.name}, {size}: {len(QUERIES)} queries x (unscoped, narrow, wide), {reps} reps")
                 queries = {q.name: measure(driver, q, case, policy, agent, reps) for q in QUERIES}
-                entry: dict[str, Any] = {"queries": queries}
+                # Which checkout and how loaded the machine was, per policy: a run of one policy
+                # (--policy) is stored beside the others' earlier runs.
+                entry: dict[str, Any] = {"queries": queries, "commit": _commit(), "load": os.getloadavg()}
                 if e2e_n:
                     entry["end_to_end"] = end_to_end(connection, driver, case, policy, agent, e2e_n)
                 result["policies"][case.name] = entry
@@ -622,6 +624,9 @@ def main() -> int:
     parser.add_argument("--size", action="append", choices=sorted(SIZES), help="graph size (repeatable)")
     parser.add_argument("--label", default="before", help="the name these figures are stored under (before, after)")
     parser.add_argument("--version", default="5.26", help="Neo4j release line of the benchmark's server")
+    parser.add_argument(
+        "--policy", action="append", choices=[c.name for c in POLICIES], help="only this policy (repeatable)"
+    )
     parser.add_argument("--port", type=int, help="Bolt port of the benchmark's server (default: 17787 for 5.26)")
     parser.add_argument("--reps", type=int, help="timed repetitions per variant (100k: 15, 1m: 7)")
     parser.add_argument("--e2e", type=int, default=15, help="end-to-end calls per query (0: skip)")
@@ -635,10 +640,14 @@ def main() -> int:
     line_name = line_for(args.version).name
     for size in args.size or ["100k"]:
         reps = args.reps or (15 if size == "100k" else 7)
-        run = run_size(size, line_name, args.port or BOLT_PORTS[line_name], reps, args.e2e)
+        run = run_size(size, line_name, args.port or BOLT_PORTS[line_name], reps, args.e2e, args.policy)
         # 5.26 (the default line) under the size alone, so before/after and growth read one key.
         key = size if line_name == "5.26" else f"{size}-{line_name}"
-        results.setdefault("runs", {}).setdefault(args.label, {})[key] = run
+        stored = results.setdefault("runs", {}).setdefault(args.label, {})
+        if args.policy and key in stored:  # the other policies' figures of this size stay
+            stored[key]["policies"].update(run["policies"])
+        else:
+            stored[key] = run
         args.out.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
         say(f"results: {args.out} ({args.label}, {key})")
     print(tables(results))
