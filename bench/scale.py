@@ -3,6 +3,8 @@
     .venv/bin/python bench/scale.py --size 100k          # ~5 minutes (load ~1 minute, once)
     .venv/bin/python bench/scale.py --size 1m            # ~25 minutes (load ~8 minutes, once)
     .venv/bin/python bench/scale.py --size 100k --size 1m --label after   # re-measure after a change
+    .venv/bin/python bench/scale.py --size 1m --policy rules   # one policy; the others' stored figures stay
+    .venv/bin/python bench/scale.py --size 100k --version 2026  # the 2026.x line (stored as 100k-2026)
     .venv/bin/python bench/scale.py --table              # the Markdown tables of every stored run
 
 1. **The graph** (``bench/scale_graph.py``): seeded, generated in memory, loaded in UNWIND
