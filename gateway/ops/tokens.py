@@ -189,7 +189,7 @@ def register(subparsers: Any) -> None:
         "new",
         help="make a fresh token for one principal: print it once, append its hash to the tokens file",
         description="Print a fresh bearer token on stdout (once: it is stored nowhere) and append the "
-        "principal, its scope and the token's SHA-256 to the tokens file (mode 0600).",
+        "principal, its scope (and --attribute lists) and the token's SHA-256 to the tokens file (mode 0600).",
     )
     new.add_argument("--principal", required=True, metavar="NAME", help="the principal's name (unique in the file)")
     new.add_argument("--scope", required=True, metavar="LAYERS",
