@@ -25,6 +25,7 @@ from neo4j.spatial import Point
 from neo4j.time import Date, DateTime, Duration, Time
 
 from sandbox.wire import Truncation
+from sandbox.withhold import Withholding
 
 TYPE_KEY = "$type"
 
@@ -233,13 +234,28 @@ class RowCollector:
     """Accepts rows until ``max_rows`` or ``max_bytes`` (of the encoded rows array) would be passed.
 
     ``bytes`` counts exactly what ``encode(rows)`` would produce, brackets and commas included.
+    ``withholding``: the hidden properties removed from each row before it is measured.
     """
 
-    def __init__(self, max_rows: int, max_bytes: int, convert: Callable[[Any], JsonValue] = to_json) -> None:
+    def __init__(
+        self,
+        max_rows: int,
+        max_bytes: int,
+        convert: Callable[[Any], JsonValue] = to_json,
+        withholding: Withholding | None = None,
+    ) -> None:
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.element_tokens = ElementTokens()
-        self.convert: Callable[[Any], JsonValue] = lambda value: self.element_tokens.apply(convert(value))
+
+        def converted(value: Any) -> JsonValue:
+            # Hidden properties go before the row is measured: the byte limit counts what is returned.
+            out = convert(value)
+            if withholding is not None:
+                withholding.apply(out)
+            return self.element_tokens.apply(out)
+
+        self.convert: Callable[[Any], JsonValue] = converted
         self.rows: list[list[JsonValue]] = []
         self.bytes = 2  # "[]"
         self.truncation: Truncation | None = None
