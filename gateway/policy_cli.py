@@ -211,6 +211,11 @@ def render_policy(policy: Policy) -> str:
         f"bookkeeping types {_fmt(sc.bookkeeping_relationship_types)}, allow bookkeeping {dict(sc.allow_bookkeeping)}"
     )
     lines.append(f"scope: {untagged_sentence(policy)}")
+    hidden = policy.hidden_properties.by_owner()
+    lines.append(
+        "hidden properties (never named by a query, never in an answer or the schema tool): "
+        + ("; ".join(f"{owner}: {', '.join(keys)}" for owner, keys in hidden.items()) or "none")
+    )
     sb = policy.sandbox
     reuse = (
         "one query per container"

@@ -66,6 +66,28 @@ def _zone(value: Time | DateTime) -> str | None:
     return str(name) if name else None
 
 
+def _named_zone(value: DateTime) -> bool:
+    """A zone whose offset depends on the instant (Europe/Stockholm), not a fixed offset."""
+    return value.tzinfo is not None and value.timetz().utc_offset() is None
+
+
+def _zoned_iso(value: DateTime) -> str:
+    """``value.iso_format()`` for a named zone, without handing the zone a ``neo4j.time.DateTime``.
+
+    The driver asks ``tzinfo.utcoffset()`` with its own DateTime, which the C ``zoneinfo``
+    reads as if it were a ``datetime`` (undefined behaviour: it crashed a test process); the
+    native datetime is what it expects. The offset is written as the driver writes a fixed one.
+    """
+    assert value.tzinfo is not None
+    offset = value.tzinfo.utcoffset(value.to_native())
+    text = value.replace(tzinfo=None).iso_format()
+    if offset is None:
+        return text
+    total = offset.total_seconds()
+    hours, minutes = divmod(abs(int(total // 60)), 60)
+    return f"{text}{'-' if total < 0 else '+'}{hours:02d}:{minutes:02d}"
+
+
 def _temporal(value: Date | Time | DateTime) -> dict[str, JsonValue]:
     if isinstance(value, DateTime):
         kind = "datetime" if value.tzinfo is not None else "localdatetime"
@@ -73,7 +95,8 @@ def _temporal(value: Date | Time | DateTime) -> dict[str, JsonValue]:
         kind = "time" if value.tzinfo is not None else "localtime"
     else:
         kind = "date"
-    out: dict[str, JsonValue] = {TYPE_KEY: kind, "iso": value.iso_format()}
+    iso = _zoned_iso(value) if isinstance(value, DateTime) and _named_zone(value) else value.iso_format()
+    out: dict[str, JsonValue] = {TYPE_KEY: kind, "iso": iso}
     if not isinstance(value, Date):
         zone = _zone(value)
         if zone:

@@ -111,3 +111,11 @@ def test_the_policy_section_takes_plain_keys_only(tmp_path: Any) -> None:
     hidden = load_policy(path).hidden_properties
     assert hidden.names() == {"embedding", "secret", "since"}
     assert hidden.by_owner() == {"Attempt": ["embedding", "secret"], "KNOWS": ["since"]}
+
+
+def test_policy_show_says_what_is_hidden() -> None:
+    from gateway.policy_cli import render_policy
+
+    line = "hidden properties (never named by a query, never in an answer or the schema tool): "
+    assert line + "Attempt: embedding; KNOWS: secret" in render_policy(HIDDEN)
+    assert line + "none" in render_policy(DEFAULT)

@@ -92,8 +92,22 @@ def test_load_suite_names_the_file_and_the_problem(tmp_path: Path) -> None:
         load_suite(unknown_builtin)
 
 
+def _default_policy_suites() -> list[Path]:
+    """The suites of the policy in force: tests/mnr/ itself (a subfolder holds another policy's suites and file)."""
+    return [f for f in discover([MNR_DIR]) if f.parent == MNR_DIR]
+
+
+def test_every_subfolder_suite_runs_under_its_own_policy_file() -> None:
+    others = [f for f in discover([MNR_DIR]) if f.parent != MNR_DIR]
+    assert others
+    for file in others:
+        suite = load_suite(file)
+        assert suite.policy == load_policy(file.parent / "policy.yaml").name
+        assert all(case.description.strip() for case in suite.cases), file
+
+
 def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
-    files = discover([MNR_DIR])
+    files = _default_policy_suites()
     suites = [load_suite(f) for f in files]
     total = sum(len(s.cases) for s in suites)
     assert total >= 60, total
@@ -109,7 +123,7 @@ def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
 
 
 def test_shipped_suites_declare_their_policy_and_describe_every_case() -> None:
-    suites = [load_suite(f) for f in discover([MNR_DIR])]
+    suites = [load_suite(f) for f in _default_policy_suites()]
     assert {s.policy for s in suites} == {load_policy().name}
     undescribed = [f"{s.name}::{c.id}" for s in suites for c in s.cases if not c.description.strip()]
     assert not undescribed, undescribed
