@@ -23,7 +23,10 @@ Every way a query can read a property's value, or test it, is a refusal:
   ``split(s, ',')[1]``) is a list index, not a property, and stays allowed.
 
 Nodes and relationships returned whole are not refused: the sandbox removes the hidden keys from
-them (``sandbox/withhold.py``).
+them (``sandbox/withhold.py``). Neo4j's runtime errors, which can quote a value, reach the agent only
+as their code while the scope rewrite is on (``scope.withheld_details``). A procedure reads what it
+likes (a vector index query ranks by the embedding): the scope rewrite refuses every procedure call,
+and a policy that hides a property must not allow one that reads it.
 """
 
 from __future__ import annotations
