@@ -36,6 +36,7 @@ from gateway.policy import HiddenProperties, Limits, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
 from gateway.scope.narrow import narrowed
 from sandbox.wire import Notification, SandboxResult
+from sandbox.withhold import Withholding
 
 log = logging.getLogger("gateway.service")
 
@@ -206,6 +207,10 @@ class Gateway:
         if prepared.plan.withhold_data_notifications:
             notifications = scope.kept_notifications(notifications)
         result = answer.fit(_tool_result(tool, sandbox_result, notifications), limits.max_bytes)
+        if result.withheld and result.rowCount < sandbox_result.row_count:
+            # Rows cut to fit: count only the elements still in the answer.
+            elements, _ = Withholding(self.policy.hidden_properties.by_owner()).apply(result.rows)
+            result = result.model_copy(update={"withheld": elements})
         if self.standing_degraded:
             reason = result.degradedReason or self.standing_reason
             result = result.model_copy(

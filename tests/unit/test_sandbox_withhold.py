@@ -134,6 +134,19 @@ def test_the_answer_says_how_many_elements_are_shown_without_hidden_keys() -> No
     assert result.withheld == 1 and result.degraded == []
 
 
+class _Large(RunnerStub):
+    def answer(self, job: SandboxJob) -> SandboxResult:
+        rows = [[_node(["Attempt"], note="x" * 200_000)] for _ in range(3)]
+        return SandboxResult(query_id=job.query_id, ok=True, columns=["a"], rows=rows, row_count=3, withheld=3)
+
+
+def test_the_count_follows_rows_cut_to_fit_the_answer() -> None:
+    policy = load_policy().model_copy(update={"hidden_properties": HiddenProperties.model_validate(HIDDEN)})
+    result = Gateway(policy, _Large()).run("analyze", "MATCH (a:Attempt) RETURN a", {}, Principal(name="alice"))
+    assert result.truncated and 0 < result.rowCount < 3
+    assert result.withheld == result.rowCount
+
+
 def test_withholding_imports_only_the_standard_library_and_the_wire() -> None:
     # sandbox/main.py imports it at start-up, which never loads the driver.
     import ast as pyast
