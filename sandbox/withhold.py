@@ -44,6 +44,8 @@ class Withholding:
         """The first pass: everything hidden but the properties the result check reads."""
         if not job.hidden_properties:
             return None
+        # Every property the result check (sandbox/scope_check.py) reads must survive until it has
+        # run; a check that reads more than the layers property lists those here too.
         keep = [job.scope.layers_property] if job.scope is not None else []
         return cls(job.hidden_properties, keep)
 
