@@ -97,7 +97,8 @@ def compose(
 
 def stdio_principal(settings: GatewaySettings) -> Principal:
     """The one local agent that launched the process (stdio), and the CLI's default caller."""
-    return Principal(name=settings.stdio_principal, scope=frozenset(settings.stdio_scope))
+    attributes = {name: frozenset(values) for name, values in settings.stdio_attributes.items()}
+    return Principal(name=settings.stdio_principal, scope=frozenset(settings.stdio_scope), attributes=attributes)
 
 
 def _start_runner(settings: GatewaySettings, policy: Policy) -> tuple[SandboxRunner | None, str | None, list[str]]:

@@ -21,6 +21,7 @@ from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.errors import SetupError
+from gateway.ops.tokens import parse_attributes
 from gateway.policy import (
     POLICIES_DIR,
     TOOL_NAMES,
@@ -77,6 +78,10 @@ def register(subparsers: Any) -> None:
                               help="who asks (default: the settings' stdio_principal, `stdio`)")  # fmt: skip
     check_parser.add_argument("--scope", metavar="LAYERS", help="the caller's layers, comma-separated "
                               "(default: the settings' stdio_scope; empty means global-only)")  # fmt: skip
+    check_parser.add_argument("--attribute", action="append", default=None, metavar="NAME=VALUES",
+                              help="a named list of the caller that the policy's rules read, e.g. "
+                              "repositories=acme/api (repeatable; default: the settings' "
+                              "stdio_attributes)")  # fmt: skip
     check_parser.add_argument("--config", type=Path, help="TOML settings file (else $GATEWAY_CONFIG, env, defaults)")
     check_parser.set_defaults(handler=_handle_check)
 
@@ -121,6 +126,8 @@ def _handle_check(args: argparse.Namespace) -> int:
     if args.scope is not None:
         overrides["stdio_scope"] = args.scope
     try:
+        if args.attribute is not None:
+            overrides["stdio_attributes"] = parse_attributes(args.attribute)
         settings = load_settings(args.config, **overrides)
         # No runner: checking runs nothing. No audit log: this is not an agent's tool call.
         composed = compose(settings, runner=None, audit=False)
@@ -293,6 +300,11 @@ def render_policy(policy: Policy) -> str:
     lines.append(f"scope: {untagged_sentence(policy)}")
     for sentence in rule_sentences(policy):
         lines.append(f"scope: {sentence}")
+    hidden = policy.hidden_properties.by_owner()
+    lines.append(
+        "hidden properties (never named by a query, never in an answer or the schema tool): "
+        + ("; ".join(f"{owner}: {', '.join(keys)}" for owner, keys in hidden.items()) or "none")
+    )
     sb = policy.sandbox
     reuse = (
         "one query per container"

@@ -98,6 +98,15 @@ def _default_suite_files() -> list[Path]:
     return sorted(MNR_DIR.glob("*.mnr.yaml"))
 
 
+def test_every_subfolder_suite_runs_under_its_own_policy_file() -> None:
+    others = [f for f in discover([MNR_DIR]) if f.parent != MNR_DIR]
+    assert others
+    for file in others:
+        suite = load_suite(file)
+        assert suite.policy == load_policy(file.parent / "policy.yaml").name
+        assert all(case.description.strip() for case in suite.cases), file
+
+
 def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
     files = _default_suite_files()
     suites = [load_suite(f) for f in files]
@@ -127,6 +136,7 @@ def test_shipped_suites_declare_their_policy_and_describe_every_case() -> None:
         if file.parent != MNR_DIR:
             declared = yaml.safe_load((file.parent / "policy.yaml").read_text(encoding="utf-8"))["name"]
             assert load_suite(file).policy == declared, file
+    suites = [load_suite(f) for f in _default_suite_files()]
     undescribed = [f"{s.name}::{c.id}" for s in suites for c in s.cases if not c.description.strip()]
     assert not undescribed, undescribed
 
@@ -317,3 +327,49 @@ def test_a_principal_has_a_layers_list_and_named_attribute_lists() -> None:
     assert only_repositories.principal().scope == frozenset()  # no layers: global-only under a membership rule
     with pytest.raises(ValidationError):
         PrincipalSpec.model_validate({"name": "p", "attributes": {"repositories": "acme/payments"}})
+
+
+# --- principals with named attribute lists -------------------------------------------------------
+
+
+def test_a_case_principal_may_carry_named_attribute_lists(tmp_path: Path) -> None:
+    path = tmp_path / "a.mnr.yaml"
+    path.write_text(
+        "policy: default\nfixture: builtin:memory\n"
+        "defaults: {tool: analyze, principal: {name: p, scope: [project-a]}}\ncases:\n"
+        "- {id: plain, query: RETURN 1, max_rows: 1}\n"
+        "- {id: repos, query: RETURN 1, max_rows: 1,\n"
+        "   principal: {name: m, attributes: {repositories: [acme/api], layers: [project-b]}}}\n"
+    )
+    suite = load_suite(path)
+    plain, repos = (suite.resolved(case).principal.principal() for case in suite.cases)
+    assert plain.scope == {"project-a"} and plain.attributes == {}
+    assert repos.scope == {"project-b"} and repos.attribute("repositories") == {"acme/api"}
+    assert repos.attribute("tenants") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("principal", "words"),
+    [
+        ("{name: m, scope: [a], attributes: {layers: [b]}}", "principal 'm': layers is given twice"),
+        ("{name: m, attributes: {repo-names: [r]}}", "not an identifier"),
+        ("{name: m, attributes: {__gw_attr_x: [r]}}", "reserved"),
+        ("{name: m, attributes: {repositories: acme}}", "attributes.repositories"),
+    ],
+)
+def test_a_bad_case_principal_names_the_file_the_principal_and_the_problem(
+    tmp_path: Path, principal: str, words: str
+) -> None:
+    path = tmp_path / "bad.mnr.yaml"
+    path.write_text(
+        f"policy: default\nfixture: builtin:memory\ndefaults: {{tool: analyze, principal: {principal}}}\n"
+        "cases: [{id: x, query: RETURN 1, max_rows: 1}]\n"
+    )
+    with pytest.raises(SuiteError, match=r"bad\.mnr\.yaml") as info:
+        load_suite(path)
+    assert words in str(info.value)
+
+
+def test_the_report_shows_a_principals_named_lists() -> None:
+    outcome = _outcome("repos", "passed").model_copy(update={"attributes": {"repositories": ["acme/api"]}})
+    assert "project-a; repositories=acme/api" in table([outcome])
