@@ -47,7 +47,7 @@ from gateway.scope.calls import function_is_safe, why_refused
 from gateway.scope.columns import keep_agent_columns
 from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits, token_at
-from gateway.scope.predicates import GENERATED_PREFIX, Predicates
+from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
 
 # Selectors whose MATCH-level WHERE is applied during the search (legacy shortestPath) or that
 # select nothing (ALL). GQL ANY / SHORTEST k / ALL SHORTEST / … GROUPS select paths *before* the
@@ -314,25 +314,25 @@ class _Owner:
             self.rels.setdefault(name, (types, *ends))
 
     def _node_text(self, name: str) -> str:
-        return self.predicates.node_visible(name, frozenset(self.nodes[name]))
+        return self.predicates.node_visible(quote_name(name), frozenset(self.nodes[name]))
 
     def _end(self, name: str | None, rel: str, function: str) -> tuple[str, ...]:
         if name is None:
-            return (self.predicates.node_visible(f"{function}({rel})"),)
+            return (self.predicates.node_visible(f"{function}({quote_name(rel)})"),)
         return (self._node_text(name),) if name in self.nodes else ()
 
     def checks(self) -> dict[str, tuple[str, ...]]:
         """Per name, the visibility texts a condition naming it waits for (a relationship: with its ends)."""
         out: dict[str, tuple[str, ...]] = {name: (self._node_text(name),) for name in self.nodes}
         for name, (types, start, end) in self.rels.items():
-            own = self.predicates.relationship_visible(name, types)
+            own = self.predicates.relationship_visible(quote_name(name), types)
             out[name] = (own, *self._end(start, name, "startNode"), *self._end(end, name, "endNode"))
         for name, labels in self.node_lists.items():
-            out[name] = (self.predicates.visible_nodes(name, labels),)
+            out[name] = (self.predicates.visible_nodes(quote_name(name), labels),)
         for name, types in self.rel_lists.items():
-            out[name] = (self.predicates.visible_relationships(name, types),)
+            out[name] = (self.predicates.visible_relationships(quote_name(name), types),)
         for name, has in self.paths.items():
-            out[name] = (self.predicates.visible_path(name, has_relationships=has),)
+            out[name] = (self.predicates.visible_path(quote_name(name), has_relationships=has),)
         for name, path in self.waits_for_path.items():
             out[name] = out[path]
         return out
@@ -340,8 +340,10 @@ class _Owner:
     def root(self) -> list[str]:
         """The conjuncts the owner's WHERE gets: one per element, one per path checked as a whole."""
         texts = [self._node_text(name) for name in self.nodes]
-        texts += [self.predicates.relationship_visible(name, types) for name, (types, _, _) in self.rels.items()]
-        texts += [self.predicates.visible_path(name, has_relationships=self.paths[name]) for name in self.whole]
+        for name, (types, _, _) in self.rels.items():
+            texts.append(self.predicates.relationship_visible(quote_name(name), types))
+        for name in self.whole:
+            texts.append(self.predicates.visible_path(quote_name(name), has_relationships=self.paths[name]))
         return texts
 
 
@@ -717,7 +719,7 @@ def _guard_inline(
 
 
 def _single_relationship(ctx: Context, name: str, types: frozenset[str]) -> tuple[str, ...]:
-    return (ctx.predicates.visible_relationship_with_endpoints(name, types),)
+    return (ctx.predicates.visible_relationship_with_endpoints(quote_name(name), types),)
 
 
 def _behind(ctx: Context, expr: ast.Expr, guard: str, *, otherwise: str) -> None:
@@ -793,7 +795,7 @@ def scope_selected_path(ctx: Context, part: ast.PatternPart, owner: _Owner) -> N
             elif isinstance(element, ast.QuantifiedPath):
                 for inner in _env(element.path):
                     group.waits_for_path[inner] = name
-        whole = ctx.predicates.visible_path(name, has_relationships=group.paths[name])
+        whole = ctx.predicates.visible_path(quote_name(name), has_relationships=group.paths[name])
         condition = _joined([whole])
         if only.where is None:
             ctx.edits.close(only.path, f" WHERE {condition}")
