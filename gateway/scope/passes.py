@@ -36,6 +36,7 @@ only into bracketed nesting, which the parser bounds.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,14 +267,34 @@ def _flat(path: ast.Path) -> list[ast.PathElement]:
     return out
 
 
-def _needs_path_predicate(part_selector: str | None, path: ast.Path) -> bool:
-    """A selector, a variable-length or a quantified relationship: visibility is checked over the path."""
+def _needs_path_predicate(parsed: ParsedQuery, part_selector: str | None, path: ast.Path) -> bool:
+    """A selector, a variable-length or a quantified relationship: visibility is checked over the path.
+
+    So is a relationship written with the old type alternation ``[:A|:B]``, which Neo4j refuses
+    to combine with a variable: it cannot be named to be checked on its own.
+    """
     if part_selector is not None:
         return True
     return any(
-        isinstance(element, ast.RelPattern) and (element.length is not None or element.quantifier is not None)
+        isinstance(element, ast.RelPattern)
+        and (element.length is not None or element.quantifier is not None or _legacy_alternation(parsed, element))
         for element in _flat(path)
     )
+
+
+def _legacy_alternation(parsed: ParsedQuery, rel: ast.RelPattern) -> bool:
+    if rel.variable is not None or rel.types is None:
+        return False
+    tokens = parsed.tokens
+    index = bisect_left(tokens, rel.types.start, key=lambda token: token.start)
+    bar = False
+    for token in tokens[index:]:
+        if token.start >= rel.types.end:
+            return False
+        if bar and token.value == ":":
+            return True
+        bar = token.value == "|"
+    return False
 
 
 def _has_relationships(path: ast.Path) -> bool:
@@ -753,7 +774,7 @@ def _finish(ctx: Context, node: ast.Node, owner: _Owner, where: ast.Expr | None,
 def _scope_parts(ctx: Context, owner: _Owner, parts: list[ast.PatternPart], *, named: bool = True) -> None:
     """Scope each part; name a part that is checked as a whole path (``named``: a MATCH's part in the tree)."""
     for part in parts:
-        whole = _needs_path_predicate(part.selector, part.path)
+        whole = _needs_path_predicate(ctx.parsed, part.selector, part.path)
         name = _name_part(ctx, part) if whole else (part.variable.name if part.variable is not None else None)
         _scope_part(ctx, owner, part.path, part if named else None, name, whole=whole)
         scope_selected_path(ctx, part, owner)
@@ -834,7 +855,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
 
 def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[ast.Path]:
     owner = _Owner(ctx.predicates)
-    whole = _needs_path_predicate(None, node.pattern)
+    whole = _needs_path_predicate(ctx.parsed, None, node.pattern)
     name = node.path_variable.name if node.path_variable is not None else None
     if whole and name is None:
         name = ctx.fresh("p")
@@ -851,7 +872,7 @@ def _scope_pattern_predicate(ctx: Context, node: ast.PatternPredicate) -> list[a
     path = node.pattern.path
     outer = frozenset(n.variable.name for n in path.walk() if isinstance(n, ast.NodePattern) and n.variable)
     owner = _Owner(ctx.predicates, outer)
-    whole = _needs_path_predicate(node.pattern.selector, path)
+    whole = _needs_path_predicate(ctx.parsed, node.pattern.selector, path)
     name = ctx.fresh("p") if whole else None
     ctx.edits.open(node, f"EXISTS {{ MATCH {name} = " if name else "EXISTS { MATCH ")
     _scope_part(ctx, owner, path, None, name, whole=whole)

@@ -410,3 +410,11 @@ def test_a_rewrite_longer_than_the_policys_limit_is_refused_before_it_is_built()
     with pytest.raises(QueryRejected) as info:
         scope.plan(decision.parsed, small, "analyze", ANYONE)
     assert info.value.rule == "scope.too_large" and "5,000" in info.value.reason
+
+
+def test_the_old_type_alternation_is_checked_over_its_path_since_it_cannot_be_named() -> None:
+    # Neo4j refuses `-[r:A|:B]->` (a variable with the old `|:`): that part keeps a path predicate.
+    out = rewritten("MATCH (a)-[:A|:B]->(b) RETURN b")
+    assert out.startswith("MATCH __gw_p1 = (a)-[:A|:B]->(b) WHERE ")
+    assert f"({_predicates().visible_path('__gw_p1')})" in out
+    assert rewritten("MATCH (a)-[:A|B]->(b) RETURN b").startswith("MATCH (a)-[__gw_r1:A|B]->(b) WHERE ")
