@@ -92,6 +92,7 @@ class Context:
     generated: dict[ast.PatternPart, list[str]] = field(default_factory=dict)  # names given in MATCH parts
     element_names: dict[ast.Node, str] = field(default_factory=dict)  # anonymous elements the rewrite named
     handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
+    bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
     frame: Frame = field(default_factory=Frame)
     _counters: dict[str, int] = field(default_factory=dict)
 
@@ -267,7 +268,7 @@ def _flat(path: ast.Path) -> list[ast.PathElement]:
     return out
 
 
-def _needs_path_predicate(parsed: ParsedQuery, part_selector: str | None, path: ast.Path) -> bool:
+def needs_path_predicate(parsed: ParsedQuery, part_selector: str | None, path: ast.Path) -> bool:
     """A selector, a variable-length or a quantified relationship: visibility is checked over the path.
 
     So is a relationship written with the old type alternation ``[:A|:B]``, which Neo4j refuses
@@ -774,7 +775,7 @@ def _finish(ctx: Context, node: ast.Node, owner: _Owner, where: ast.Expr | None,
 def _scope_parts(ctx: Context, owner: _Owner, parts: list[ast.PatternPart], *, named: bool = True) -> None:
     """Scope each part; name a part that is checked as a whole path (``named``: a MATCH's part in the tree)."""
     for part in parts:
-        whole = _needs_path_predicate(ctx.parsed, part.selector, part.path)
+        whole = needs_path_predicate(ctx.parsed, part.selector, part.path)
         name = _name_part(ctx, part) if whole else (part.variable.name if part.variable is not None else None)
         _scope_part(ctx, owner, part.path, part if named else None, name, whole=whole)
         scope_selected_path(ctx, part, owner)
@@ -833,8 +834,61 @@ def scope_selected_path(ctx: Context, part: ast.PatternPart, owner: _Owner) -> N
     ctx.edits.close(path, f" WHERE {condition})")
 
 
+def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
+    """The variables each MATCH clause finds bound by earlier clauses of its query part.
+
+    Their elements came from an earlier pattern (nothing else yields a node or a relationship),
+    so they were filtered there and are not checked again. Conservative: a subquery's body
+    starts with nothing bound (its imports are checked again), a WITH or RETURN keeps only what
+    it lists (or everything with ``*``), a CALL's returned columns count as unbound.
+    """
+    out: dict[ast.Match, frozenset[str]] = {}
+    bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
+    bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
+    for body in bodies:
+        for query in _single_queries(body):
+            bound: set[str] = set()
+            for clause in query.clauses:
+                if isinstance(clause, ast.Match):
+                    out[clause] = frozenset(bound)
+                    bound |= _declared(clause)
+                elif isinstance(clause, ast.With | ast.Return):
+                    listed = {
+                        item.alias.name if item.alias else _variable(item.expression)
+                        for item in clause.projection.items
+                    }
+                    bound = (bound if clause.projection.star else set()) | {name for name in listed if name}
+                elif isinstance(clause, ast.Unwind):
+                    bound.add(clause.variable.name)
+    return out
+
+
+def _single_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
+    if isinstance(body, ast.SingleQuery):
+        return [body]
+    if isinstance(body, ast.Union):
+        return list(body.queries)
+    if isinstance(body, ast.When):
+        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
+    return [query for segment in body.segments for query in _single_queries(segment)]  # bracket-bounded depth
+
+
+def _variable(expr: ast.Expr) -> str | None:
+    expr = ast.unparen(expr)
+    return expr.name if isinstance(expr, ast.Variable) else None
+
+
+def _declared(clause: ast.Match) -> set[str]:
+    names = {part.variable.name for part in clause.patterns if part.variable is not None}
+    for part in clause.patterns:
+        names |= {
+            n.variable.name for n in part.path.walk() if isinstance(n, ast.NodePattern | ast.RelPattern) and n.variable
+        }
+    return names
+
+
 def _scope_match(ctx: Context, node: ast.Match) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates)
+    owner = _Owner(ctx.predicates, ctx.bound.get(node, frozenset()))
     _scope_parts(ctx, owner, node.patterns)
     _finish(ctx, node, owner, node.where, node.end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -855,7 +909,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
 
 def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[ast.Path]:
     owner = _Owner(ctx.predicates)
-    whole = _needs_path_predicate(ctx.parsed, None, node.pattern)
+    whole = needs_path_predicate(ctx.parsed, None, node.pattern)
     name = node.path_variable.name if node.path_variable is not None else None
     if whole and name is None:
         name = ctx.fresh("p")
@@ -872,7 +926,7 @@ def _scope_pattern_predicate(ctx: Context, node: ast.PatternPredicate) -> list[a
     path = node.pattern.path
     outer = frozenset(n.variable.name for n in path.walk() if isinstance(n, ast.NodePattern) and n.variable)
     owner = _Owner(ctx.predicates, outer)
-    whole = _needs_path_predicate(ctx.parsed, node.pattern.selector, path)
+    whole = needs_path_predicate(ctx.parsed, node.pattern.selector, path)
     name = ctx.fresh("p") if whole else None
     ctx.edits.open(node, f"EXISTS {{ MATCH {name} = " if name else "EXISTS { MATCH ")
     _scope_part(ctx, owner, path, None, name, whole=whole)
@@ -958,7 +1012,7 @@ def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, m
     ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
     would be longer than ``max_chars`` (checked before the text is built).
     """
-    ctx = Context(parsed=parsed, policy=policy, predicates=predicates)
+    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed))
     for scope_pass in PASSES:
         scope_pass(ctx)
     size = len(parsed.text) + ctx.edits.inserted_chars()

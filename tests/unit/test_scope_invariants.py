@@ -23,6 +23,7 @@ from gateway.cypher import ParsedQuery, ast, parse
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
+from gateway.scope.passes import bound_before, needs_path_predicate
 from gateway.scope.predicates import Predicates, quote_name
 from tests.support.corpus import load_corpus
 from tests.support.shapes import ADVERSARIAL_WHERE
@@ -99,18 +100,12 @@ def _assert_elements(
         assert expected in conjuncts, f"{name} is not checked at the root of {parsed.source(where) if where else ''!r}"
 
 
-def _whole(part_selector: str | None, path: ast.Path) -> bool:
-    return part_selector is not None or any(
-        isinstance(e, ast.RelPattern) and (e.length is not None or e.quantifier is not None) for e in _flat(path)
-    )
-
-
 def _assert_owner(
     parsed: ParsedQuery, parts: list[tuple[str | None, ast.Variable | None, ast.Path]], where: ast.Expr | None,
     outer: set[str], predicates: Predicates,
 ) -> None:  # fmt: skip
     for selector, variable, path in parts:
-        if _whole(selector, path):
+        if needs_path_predicate(parsed, selector, path):
             assert variable is not None, f"a path checked as a whole needs a variable: {parsed.source(path)!r}"
             name = quote_name(variable.name)
             expected = {predicates.visible_path(name, has_relationships=has) for has in (True, False)}
@@ -121,6 +116,9 @@ def _assert_owner(
 
 def _declared(node: ast.Node) -> set[str]:
     return {n.name for n in node.walk() if isinstance(n, ast.Variable)}
+
+
+BOUND: dict[ast.Match, frozenset[str]] = {}
 
 
 def _declared_before(parsed: ParsedQuery, offset: int) -> set[str]:
@@ -135,7 +133,7 @@ def _check(parsed: ParsedQuery, node: ast.Node, outer: set[str], predicates: Pre
     inner = outer
     if isinstance(node, ast.Match):
         parts = [(part.selector, part.variable, part.path) for part in node.patterns]
-        _assert_owner(parsed, parts, node.where, outer, predicates)
+        _assert_owner(parsed, parts, node.where, outer | BOUND.get(node, frozenset()), predicates)
         inner = outer | set().union(*(_declared(part) for part in node.patterns))
     elif isinstance(node, ast.PatternComprehension):
         _assert_owner(parsed, [(None, node.path_variable, node.pattern)], node.where, outer, predicates)
@@ -156,6 +154,8 @@ def assert_closed(rewritten: str) -> None:
     a subquery or comprehension are checked where they are bound)."""
     parsed = parse(rewritten, max_chars=10**6, max_depth=POLICY.tool("analyze").limits.max_nesting_depth)
     predicates = _predicates()
+    BOUND.clear()
+    BOUND.update(bound_before(parsed))  # names an earlier clause bound (and checked)
     for statement in parsed.statements:
         _check(parsed, statement, set(), predicates)
 

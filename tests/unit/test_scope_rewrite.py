@@ -418,3 +418,16 @@ def test_the_old_type_alternation_is_checked_over_its_path_since_it_cannot_be_na
     assert out.startswith("MATCH __gw_p1 = (a)-[:A|:B]->(b) WHERE ")
     assert f"({_predicates().visible_path('__gw_p1')})" in out
     assert rewritten("MATCH (a)-[:A|B]->(b) RETURN b").startswith("MATCH (a)-[__gw_r1:A|B]->(b) WHERE ")
+
+
+def test_elements_bound_by_an_earlier_clause_are_not_checked_again() -> None:
+    out = rewritten("MATCH (r:Repo {name: $n}) MATCH (r)<-[:IN]-(t) RETURN t")
+    second = out.split(" MATCH ", 1)[1]
+    assert node("r", "Repo") in out.split(" MATCH ", 1)[0] and "[r.layers]" not in second
+    assert node("t") in second and rel("__gw_r1", "IN") in second
+    # A WITH that does not carry a name ends it: the next MATCH binds a new element, checked.
+    out = rewritten("MATCH (a:A) WITH a.x AS x MATCH (a)-->(b) RETURN b")
+    assert node("a") in out.split(" WITH ", 1)[1]
+    # A subquery's body starts with nothing bound (its imports are checked again).
+    out = rewritten("MATCH (a) CALL (a) { MATCH (a)-->(b) RETURN b } RETURN b")
+    assert node("a") in out.split("CALL (a) {", 1)[1]
