@@ -3,7 +3,7 @@
 What a reviewer needs to reconstruct a decision, and nothing that could leak:
 parameter *keys* only (values are redacted), never credentials, the query text
 only when the operator keeps it (its hash always). Each line says who asked
-(principal, its effective scope, for HTTP the client address and a token's
+(principal, its effective scope and named attribute lists, for HTTP the client address and a token's
 subject and issuer), under which policy (name and SHA-256 of the file) and over
 which transport.
 
@@ -71,6 +71,14 @@ def _capped_keys(keys: Iterable[object]) -> list[str]:
     return [name if len(name) <= MAX_KEY_CHARS else name[:MAX_KEY_CHARS] + "…" for name in names[:MAX_PARAM_KEYS]]
 
 
+def _attributes(principal: Principal | str | None) -> dict[str, list[str]] | None:
+    """The principal's named lists beside ``scope``, each capped like parameter keys (and so is their number)."""
+    if principal is None or isinstance(principal, str):
+        return None
+    named = sorted(principal.attributes.items())[:MAX_PARAM_KEYS]
+    return {_capped_keys([name])[0]: _capped_keys(values) for name, values in named}
+
+
 class AuditEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -79,6 +87,9 @@ class AuditEvent(BaseModel):
     principal: str | None
     # The layers the query was confined to (empty: global-only); None when no principal is known.
     scope: list[str] | None = None
+    # The principal's further named lists (``repositories``, …; empty: it has none); None when no
+    # principal is known.
+    attributes: dict[str, list[str]] | None = None
     # The narrower scope the request asked for (capped like parameter keys); the query ran under
     # it when answered, and a wider one is refused as scope.wider. None: the principal's whole scope.
     requested_scope: list[str] | None = None
@@ -126,7 +137,7 @@ class AuditEvent(BaseModel):
         return cls(
             time=_now(), query_id=query_id,
             principal=principal if isinstance(principal, str) else principal.name,
-            scope=None if isinstance(principal, str) else sorted(principal.scope),
+            scope=None if isinstance(principal, str) else sorted(principal.scope), attributes=_attributes(principal),
             transport=transport, client=origin.client, subject=origin.subject, issuer=origin.issuer, tool=tool,
             query_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] if cypher is not None
             else None,
@@ -142,7 +153,7 @@ class AuditEvent(BaseModel):
         return cls(
             time=_now(), query_id=os.urandom(16).hex(),
             principal=principal.name if principal is not None else None,
-            scope=sorted(principal.scope) if principal is not None else None,
+            scope=sorted(principal.scope) if principal is not None else None, attributes=_attributes(principal),
             transport="http", client=origin.client, subject=origin.subject, issuer=origin.issuer, tool="http",
             decision="refused", error_code=code, status=status, reason=reason[:MAX_REASON_CHARS],
         )  # fmt: skip

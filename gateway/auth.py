@@ -8,6 +8,12 @@ The tokens file is TOML, one table per principal::
     token_sha256 = "<hex sha256 of the token>"   # preferred: the file then holds no secret
     # token = "<the token itself>"               # accepted for local setups
 
+    [principal.attributes]                       # optional: further named lists a policy's rules read
+    repositories = ["acme/api"]
+
+``scope`` is the ``layers`` list; it may instead be written ``layers = [...]`` under
+``[principal.attributes]``, but not both ways. Attribute names are identifiers.
+
 :class:`BearerAuth` is a plain ASGI middleware in front of the whole MCP app: a
 request without ``Authorization: Bearer <token>`` or with an unknown token gets
 401 before any body is read; a request whose body exceeds the limit gets 413.
@@ -36,7 +42,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gateway.audit import note_token
-from gateway.domain import Principal
+from gateway.domain import Principal, attribute_lists
 from gateway.errors import SetupError
 from gateway.oauth import GATED_TOOLS, ResourceServer, TokenRefused
 
@@ -83,7 +89,9 @@ class TokenEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
-    scope: frozenset[str] = frozenset()
+    # The layers list; None when not written (then attributes.layers, or global-only).
+    scope: frozenset[str] | None = None
+    attributes: dict[str, frozenset[str]] = Field(default_factory=dict)
     token: str | None = Field(default=None, min_length=16, repr=False)
     token_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$", repr=False)
 
@@ -91,7 +99,12 @@ class TokenEntry(BaseModel):
     def _one_secret(self) -> TokenEntry:
         if (self.token is None) == (self.token_sha256 is None):
             raise ValueError("give exactly one of token or token_sha256")
+        attribute_lists(self.scope, self.attributes)  # raises ValueError naming the problem
         return self
+
+    def principal(self) -> Principal:
+        scope, attributes = attribute_lists(self.scope, self.attributes)
+        return Principal(name=self.name, scope=scope, attributes=attributes)
 
     def digest(self) -> bytes:
         if self.token_sha256 is not None:
@@ -121,7 +134,7 @@ class TokenTable:
         digests = [e.digest() for e in entries]
         if len(set(digests)) != len(digests):
             raise AuthConfigError("two principals share one token")
-        self._entries = [(e.digest(), Principal(name=e.name, scope=e.scope)) for e in entries]
+        self._entries = [(e.digest(), e.principal()) for e in entries]
         self._weak = {e.name: reason for e in entries if (reason := e.weakness()) is not None}
 
     @classmethod
@@ -143,13 +156,7 @@ class TokenTable:
         items = raw.get("principal", [])
         if set(raw) - {"principal"} or not isinstance(items, list) or not items:
             raise AuthConfigError(f"tokens file {file} must hold one or more [[principal]] tables and nothing else")
-        try:
-            entries = [TokenEntry.model_validate(item) for item in items]
-        except ValidationError as exc:
-            # Field names only: the rejected value may be a token.
-            fields = sorted({".".join(str(p) for p in err["loc"]) or "<entry>" for err in exc.errors()})
-            raise AuthConfigError(f"tokens file {file} has an invalid principal entry ({', '.join(fields)})") from exc
-        return cls(entries)
+        return cls([_entry(item, index, file) for index, item in enumerate(items, start=1)])
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -166,6 +173,19 @@ class TokenTable:
             if hmac.compare_digest(digest, presented):
                 found = principal
         return found
+
+
+def _entry(item: object, index: int, file: Path) -> TokenEntry:
+    try:
+        return TokenEntry.model_validate(item)
+    except ValidationError as exc:
+        name = item.get("name") if isinstance(item, dict) else None
+        who = f"principal {name!r}" if isinstance(name, str) and name else f"principal entry {index}"
+        # Field names and pydantic's messages only, never the input: the rejected value may be a token.
+        problems = sorted(
+            {f"{'.'.join(str(p) for p in err['loc']) or '<entry>'}: {err['msg']}" for err in exc.errors()}
+        )
+        raise AuthConfigError(f"tokens file {file}: {who} is invalid ({'; '.join(problems)})") from exc
 
 
 def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:

@@ -10,6 +10,7 @@ only degrades: queries answer ``degraded: ["<tool>:disabled"]`` and ``problems``
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,6 +23,10 @@ from gateway.service import Gateway
 
 # compose(runner=START): start a sandbox runner from the settings.
 START: Literal["start"] = "start"
+
+# A look at the graph through the started runner before the Gateway is built: the degraded
+# markers every answer must then carry, and their reason (serve's scope survey).
+Survey = Callable[[Policy, SandboxRunner, str | None], tuple[list[str], str | None]]
 
 
 @dataclass
@@ -46,6 +51,7 @@ def compose(
     policy: Policy | None = None,
     layers: LayerSwitches | None = None,
     audit: bool = True,
+    survey: Survey | None = None,
 ) -> Composed:
     """Build the Gateway ``settings`` describe.
 
@@ -53,7 +59,8 @@ def compose(
     None for no sandbox at all (``check`` then needs neither Docker nor Neo4j). ``policy``:
     one already loaded, else ``settings.policy_file`` is loaded here. ``layers``: switch
     layers off (tests only). ``audit=False``: no audit log (harnesses and the CLI's ``check``,
-    which are not agents' tool calls).
+    which are not agents' tool calls). ``survey``: run once the started runner can serve
+    (nothing missing); what it finds, every answer of the Gateway says.
     """
     # The hash names the file's bytes (as `sha256sum` prints it) only when the policy is that file's.
     policy_sha256 = file_sha256(settings.policy_file) if policy is None else None
@@ -78,13 +85,20 @@ def compose(
         if not ok:
             problems.append(f"the sandbox cannot run: {reason}")
     disabled_reason = "; ".join(problems) if runner is None and problems else None
-    gateway = Gateway(policy, runner, audit_log, layers=layers, database=database, disabled_reason=disabled_reason)
+    standing: tuple[list[str], str | None] = ([], None)
+    if survey is not None and started is not None and not problems:
+        standing = survey(policy, started, database)
+    gateway = Gateway(
+        policy, runner, audit_log, layers=layers, database=database, disabled_reason=disabled_reason,
+        standing_degraded=standing[0], standing_reason=standing[1],
+    )  # fmt: skip
     return Composed(gateway, settings, problems, started)
 
 
 def stdio_principal(settings: GatewaySettings) -> Principal:
     """The one local agent that launched the process (stdio), and the CLI's default caller."""
-    return Principal(name=settings.stdio_principal, scope=frozenset(settings.stdio_scope))
+    attributes = {name: frozenset(values) for name, values in settings.stdio_attributes.items()}
+    return Principal(name=settings.stdio_principal, scope=frozenset(settings.stdio_scope), attributes=attributes)
 
 
 def _start_runner(settings: GatewaySettings, policy: Policy) -> tuple[SandboxRunner | None, str | None, list[str]]:

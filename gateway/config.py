@@ -12,6 +12,7 @@ Secrets are ``SecretStr``: printing the settings never shows them.
 
 from __future__ import annotations
 
+import json
 import os
 import ssl
 import stat
@@ -31,6 +32,7 @@ from pydantic_settings import (
 
 from gateway import managed_neo4j
 from gateway.connection import TLS_BY_SCHEME, Neo4jConnection
+from gateway.domain import DEFAULT_ATTRIBUTE, attribute_name_problem
 from gateway.errors import SetupError
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH
@@ -81,6 +83,9 @@ class GatewaySettings(BaseSettings):
     # --- stdio principal (the one local agent that launched us) ---
     stdio_principal: str = "stdio"
     stdio_scope: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Its further named lists (``repositories``, ``tenants``, …); the layers list is stdio_scope.
+    # Env: GATEWAY_STDIO_ATTRIBUTES="repositories=acme/api,acme/web;tenants=t1" (or JSON).
+    stdio_attributes: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=dict)
 
     # --- HTTP ---
     http_host: str = "127.0.0.1"
@@ -98,6 +103,9 @@ class GatewaySettings(BaseSettings):
     oauth_name_claim: str = "sub"
     oauth_layers_claim: str = "layers"
     oauth_scope_claim: str = "scope"
+    # Named attribute list -> the claim that fills it (a claim the token lacks: an empty list).
+    # Env: GATEWAY_OAUTH_ATTRIBUTE_CLAIMS="repositories=repos,tenants=tenant_ids" (or JSON).
+    oauth_attribute_claims: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     oauth_jwks_min_refresh_seconds: Annotated[float, Field(ge=1)] = 30.0
     oauth_jwks_max_age_seconds: Annotated[float, Field(ge=60)] = 3600.0
 
@@ -129,6 +137,41 @@ class GatewaySettings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("stdio_attributes", mode="before")
+    @classmethod
+    def _named_lists_text(cls, value: Any) -> Any:
+        # An env var holds "name=a,b;other=c" (or JSON); TOML holds a real table.
+        if isinstance(value, str):
+            return _json_or(value, lambda text: {name: [v.strip() for v in values.split(",") if v.strip()]
+                                                 for name, values in _pairs(text, ";")})  # fmt: skip
+        return value
+
+    @field_validator("oauth_attribute_claims", mode="before")
+    @classmethod
+    def _claims_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return _json_or(value, lambda text: {name: claim.strip() for name, claim in _pairs(text, ",")})
+        return value
+
+    @field_validator("stdio_attributes", "oauth_attribute_claims")
+    @classmethod
+    def _attribute_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if name == DEFAULT_ATTRIBUTE:
+                raise ValueError(
+                    f"{DEFAULT_ATTRIBUTE} has its own setting (stdio_scope, oauth_layers_claim), not a named attribute"
+                )
+            if (problem := attribute_name_problem(name)) is not None:
+                raise ValueError(problem)
+        return value
+
+    @field_validator("oauth_attribute_claims")
+    @classmethod
+    def _claim_names(cls, value: dict[str, str]) -> dict[str, str]:
+        if any(not claim for claim in value.values()):
+            raise ValueError("every attribute needs a claim name")
+        return value
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -143,6 +186,29 @@ class GatewaySettings(BaseSettings):
         if toml_file:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)))
         return tuple(sources)
+
+
+def _json_or(text: str, parse: Any) -> Any:
+    """A JSON object as it is, else ``parse(text)`` (the compact env-var form)."""
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is not valid JSON ({exc.msg})") from None
+    return parse(text)
+
+
+def _pairs(text: str, separator: str) -> list[tuple[str, str]]:
+    """``name=value`` items split by ``separator``; an item without ``=`` is an error naming it."""
+    pairs = []
+    for item in (part.strip() for part in text.split(separator)):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{item[:80]!r} is not NAME=VALUE")
+        pairs.append((name.strip(), value))
+    return pairs
 
 
 def load_settings(config_file: Path | str | None = None, **overrides: Any) -> GatewaySettings:

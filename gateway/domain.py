@@ -7,9 +7,11 @@ results are the wire names.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.policy import ToolName
 from sandbox.wire import VALUE_TAGS, Notification, QueryType, Truncation
@@ -19,6 +21,38 @@ Transport = Literal["stdio", "http", "direct"]
 
 # The attribute a plain scope list means, and what membership rules read by default.
 DEFAULT_ATTRIBUTE = "layers"
+# An attribute name becomes part of a reserved parameter name (``$__gw_attr_<name>``): an
+# identifier, and never one that starts like the gateway's own parameters.
+ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+RESERVED_PREFIX = "__gw"
+
+
+def attribute_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a principal's attribute list, or None when it can."""
+    if not ATTRIBUTE_NAME.fullmatch(name):
+        return f"attribute name {name[:80]!r} is not an identifier (letters, digits, _; at most 64)"
+    if name.startswith(RESERVED_PREFIX):
+        return f"attribute name {name!r} starts with the reserved {RESERVED_PREFIX!r}"
+    return None
+
+
+def attribute_lists(
+    scope: Iterable[str] | None, attributes: Mapping[str, Iterable[str]] | None
+) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    """A principal's ``(scope, attributes)`` as it is written down: a plain list (``scope``) is
+    ``layers``, which may also be written among the named lists, but not both ways.
+
+    Raises ValueError naming the problem (the caller adds whose principal it is).
+    """
+    named = {name: frozenset(values) for name, values in (attributes or {}).items()}
+    for name in named:
+        if (problem := attribute_name_problem(name)) is not None:
+            raise ValueError(problem)
+    if DEFAULT_ATTRIBUTE in named:
+        if scope is not None:
+            raise ValueError(f"{DEFAULT_ATTRIBUTE} is given twice: as scope and as attributes.{DEFAULT_ATTRIBUTE}")
+        scope = named.pop(DEFAULT_ATTRIBUTE)
+    return frozenset(scope or ()), named
 
 
 class Principal(BaseModel):
@@ -33,6 +67,17 @@ class Principal(BaseModel):
     # Further attribute lists a policy's rules may read (``repositories``, ``tenants``, …);
     # one the principal lacks is empty: it sees nothing through a rule that reads it.
     attributes: dict[str, frozenset[str]] = Field(default_factory=dict)
+
+    @field_validator("attributes")
+    @classmethod
+    def _named_lists(cls, value: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+        for name in value:
+            if name == DEFAULT_ATTRIBUTE:
+                # attribute("layers") answers scope: a second layers list would be silently ignored.
+                raise ValueError(f"{DEFAULT_ATTRIBUTE} is the scope, not one of the named attributes")
+            if (problem := attribute_name_problem(name)) is not None:
+                raise ValueError(problem)
+        return value
 
     def attribute(self, name: str) -> frozenset[str]:
         """The principal's list for ``name`` (``layers`` is :attr:`scope`); empty when it has none."""

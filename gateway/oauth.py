@@ -15,7 +15,9 @@ the issuer withdrew stops working). Never once per request.
 
 Claims become the principal (:class:`ClaimMapping`): ``sub`` (or the configured claim) is the
 name, the configured layers claim the scope (absent: empty scope, global-only, never
-everything), and the token's OAuth scopes say which of the gated tools it may call.
+everything), each configured attribute claim one named list (absent: empty, so a rule that
+reads it shows nothing; present but not a list of strings: the token is refused), and the
+token's OAuth scopes say which of the gated tools it may call.
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ import httpx
 import jwt
 from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.shared.auth import ProtectedResourceMetadata
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
-from gateway.domain import Principal
+from gateway.domain import DEFAULT_ATTRIBUTE, RESERVED_PREFIX, Principal, attribute_name_problem
 from gateway.errors import ErrorCode, GatewayError, SetupError
 
 if TYPE_CHECKING:
@@ -46,8 +48,6 @@ ALLOWED_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES2
 # Tools an OAuth token may call only with the OAuth scope of the same name; `check` and `schema`
 # run no agent query and need none.
 GATED_TOOLS = ("recall", "analyze")
-# A claim value may become a layer name, never a parameter of the scope rewrite.
-RESERVED_PREFIX = "__gw"
 JWKS_TIMEOUT_S = 5.0
 # The most layers one token may carry, and the longest name: a claim is the issuer's data, bounded.
 MAX_LAYERS = 256
@@ -80,6 +80,19 @@ class ClaimMapping(BaseModel):
     name_claim: str = "sub"
     layers_claim: str = "layers"
     scope_claim: str = "scope"
+    # Named attribute list -> the claim that fills it (``{"repositories": "repos"}``).
+    attribute_claims: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("attribute_claims")
+    @classmethod
+    def _attribute_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            problem = attribute_name_problem(name)
+            if problem is None and name == DEFAULT_ATTRIBUTE:
+                problem = f"{DEFAULT_ATTRIBUTE} is read from layers_claim"
+            if problem is not None:
+                raise OAuthConfigError(f"oauth_attribute_claims: {problem}")
+        return value
 
 
 class OAuthIdentity(BaseModel):
@@ -213,19 +226,32 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
     if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
         raise TokenRefused(f"claim {mapping.name_claim} is not a usable name")
     layers = _strings(claims.get(mapping.layers_claim), mapping.layers_claim)
-    if len(layers) > MAX_LAYERS:
-        raise TokenRefused(f"claim {mapping.layers_claim} holds over {MAX_LAYERS} layers")
-    if any(layer.startswith(RESERVED_PREFIX) or not layer or len(layer) > MAX_NAME_CHARS for layer in layers):
-        raise TokenRefused(f"claim {mapping.layers_claim} holds a reserved or unusable layer name")
+    _usable(layers, mapping.layers_claim)
+    attributes: dict[str, frozenset[str]] = {}
+    for attribute, claim in mapping.attribute_claims.items():
+        value = claims.get(claim)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            # No string splitting here: "acme/api acme/web" is one value or two only the issuer knows.
+            raise TokenRefused(f"claim {claim} ({attribute}) is not a list of strings")
+        attributes[attribute] = frozenset(_usable(value or [], claim))
     scopes = _strings(claims.get(mapping.scope_claim), mapping.scope_claim)
     return OAuthIdentity(
         # "oauth:" keeps a token's subject apart from a tokens-file principal of the same name (a
         # container serves one principal: docs/decisions/0011).
-        principal=Principal(name=f"oauth:{name}", scope=frozenset(layers)),
+        principal=Principal(name=f"oauth:{name}", scope=frozenset(layers), attributes=attributes),
         tools=frozenset(t for t in GATED_TOOLS if t in scopes),
         issuer=str(claims["iss"]),
         subject=str(claims["sub"]),
     )
+
+
+def _usable(values: list[str], claim: str) -> list[str]:
+    """``values`` of ``claim`` when bounded and none could pass for a gateway parameter; else the token is refused."""
+    if len(values) > MAX_LAYERS:
+        raise TokenRefused(f"claim {claim} holds over {MAX_LAYERS} values")
+    if any(value.startswith(RESERVED_PREFIX) or not value or len(value) > MAX_NAME_CHARS for value in values):
+        raise TokenRefused(f"claim {claim} holds a reserved or unusable value")
+    return values
 
 
 def _strings(value: Any, claim: str) -> list[str]:
@@ -302,6 +328,7 @@ def resource_server(
             name_claim=settings.oauth_name_claim,
             layers_claim=settings.oauth_layers_claim,
             scope_claim=settings.oauth_scope_claim,
+            attribute_claims=settings.oauth_attribute_claims,
         ),
     )
     return ResourceServer(verifier=verifier, resource=settings.oauth_resource,

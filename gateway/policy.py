@@ -7,6 +7,7 @@ an error, so a misspelt rule can never silently fall back to a default.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
@@ -14,6 +15,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.cypher import ast
 from gateway.cypher.ast import CypherVersion
 from gateway.errors import SetupError
 from gateway.paths import resource
@@ -95,6 +97,8 @@ class ToolPolicy(_Strict):
     required_parameters: tuple[str, ...] = ()
     denied_labels: frozenset[str] = frozenset()
     denied_relationship_types: frozenset[str] = frozenset()
+    # Label -> the required parameter that binds one of its properties under this tool.
+    pins: dict[str, Pin] = Field(default_factory=dict)
     limits: Limits = Limits()
 
     @model_validator(mode="after")
@@ -105,6 +109,12 @@ class ToolPolicy(_Strict):
                     f"procedures_allowed entry {name!r} must be one exact dotted name (no wildcards): "
                     "an allow-list is explicit"
                 )
+        for label, pin in self.pins.items():
+            if pin.parameter not in self.required_parameters:
+                raise ValueError(
+                    f"pins.{label}: parameter {pin.parameter!r} is not one of required_parameters; a pin binds "
+                    "only a parameter every request must supply"
+                )
         return self
 
 
@@ -112,10 +122,102 @@ def _no_bookkeeping() -> dict[ToolName, bool]:
     return {"recall": False, "analyze": False}
 
 
+RuleKind = Literal["membership", "equality", "derived", "public", "denied"]
+RULE_KINDS: tuple[RuleKind, ...] = ("membership", "equality", "derived", "public", "denied")
+# Attribute names become parameter names (``$__gw_attr_<name>``): identifiers only.
+_ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DEFAULT_ATTRIBUTE = "layers"  # gateway.domain.DEFAULT_ATTRIBUTE: what a plain scope list means
+# The variables a derived rule's path names: the element itself and the node whose rule it borrows.
+DERIVED_ELEMENT = "x"
+DERIVED_ANCHOR = "anchor"
+
+
+class VisibilityRule(_Strict):
+    """When an element of one label or type is visible (docs/decisions/0018, section 2).
+
+    ``membership``: the list property ``property`` (default: ``scope.layers_property``) is
+    empty or shares an entry with the caller's attribute ``attribute`` (default ``layers``);
+    ``equality``: the string property ``property`` is one of the attribute's values;
+    ``derived``: the fixed-length ``path`` from ``x`` (the element) to ``anchor`` exists with
+    the anchor visible by its own rule; ``public``: always; ``denied``: never.
+    """
+
+    kind: RuleKind
+    property: str | None = None
+    attribute: str | None = None
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit_the_kind(self) -> VisibilityRule:
+        allowed = {
+            "membership": {"property", "attribute"},
+            "equality": {"property", "attribute"},
+            "derived": {"path"},
+            "public": set(),
+            "denied": set(),
+        }[self.kind]
+        given = {name for name in ("property", "attribute", "path") if getattr(self, name) is not None}
+        extra = sorted(given - allowed)
+        if extra:
+            raise ValueError(f"a {self.kind} rule takes no {', '.join(extra)}")
+        if self.kind == "equality" and (self.property is None or self.attribute is None):
+            raise ValueError("an equality rule names its property and the caller's attribute it is compared with")
+        if self.kind == "derived" and not (self.path or "").strip():
+            raise ValueError("a derived rule names its path (a Cypher pattern from x to anchor)")
+        if self.attribute is not None and not _ATTRIBUTE_NAME.fullmatch(self.attribute):
+            raise ValueError(f"attribute {self.attribute!r} must be an identifier (letters, digits, _)")
+        if self.property is not None and not self.property:
+            raise ValueError("property must not be empty")
+        return self
+
+    def attribute_name(self) -> str:
+        return self.attribute or DEFAULT_ATTRIBUTE
+
+
+class ScopeFilter(_Strict):
+    """A mandatory condition on one label or type under some tools (``validTo`` absent on analyze)."""
+
+    property: Annotated[str, Field(min_length=1)]
+    absent: Literal[True] | None = None
+    equals: str | None = None
+    tools: frozenset[ToolName] = frozenset(TOOL_NAMES)
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> ScopeFilter:
+        if (self.absent is None) == (self.equals is None):
+            raise ValueError("a filter says exactly one of `absent: true` or `equals: <string>`")
+        if not self.tools:
+            raise ValueError("a filter applies to at least one tool")
+        return self
+
+
+class Pin(_Strict):
+    """A request parameter binding one label's property for one tool: ``x.<property> = $<parameter>``."""
+
+    property: Annotated[str, Field(min_length=1)]
+    parameter: Annotated[str, Field(min_length=1)]
+
+
+def attribute_parameter(name: str) -> str:
+    """The reserved parameter that carries the caller's attribute ``name`` (not ``layers``)."""
+    return f"__gw_attr_{name}"
+
+
+def _membership() -> VisibilityRule:
+    return VisibilityRule(kind="membership")
+
+
 class ScopeSettings(_Strict):
     """How visibility is stored in the graph and passed to queries."""
 
     layers_property: str = "layers"
+    # The rule of every label and type the policy does not name (docs/decisions/0018): membership
+    # on layers_property against the caller's layers unless the policy says otherwise.
+    default: VisibilityRule = Field(default_factory=_membership)
+    nodes: dict[str, VisibilityRule] = Field(default_factory=dict)
+    relationships: dict[str, VisibilityRule] = Field(default_factory=dict)
+    # Label or relationship type -> conditions every element of it must also meet, per tool.
+    filters: dict[str, tuple[ScopeFilter, ...]] = Field(default_factory=dict)
     # Correction edges: bookkeeping that never surfaces or is traversed unless allowed.
     bookkeeping_relationship_types: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS"})
     allow_bookkeeping: dict[ToolName, bool] = Field(default_factory=_no_bookkeeping)
@@ -124,6 +226,101 @@ class ScopeSettings(_Strict):
     # An element without the layers property: "hidden" (fail closed), or "global" for a graph
     # that needs the old reading. Global is otherwise an explicit empty list.
     untagged: Untagged = "hidden"
+
+    @model_validator(mode="after")
+    def _rules_are_sound(self) -> ScopeSettings:
+        if self.default.kind == "derived":
+            raise ValueError("scope.default cannot be derived: a derived path starts from a named label or type")
+        for kind, rules in (("nodes", self.nodes), ("relationships", self.relationships)):
+            for name, rule in rules.items():
+                if not name:
+                    raise ValueError(f"scope.{kind}: an empty label or type name")
+                if rule.kind == "derived":
+                    _check_derived(rule.path or "", f"scope.{kind}.{name}", self.nodes, node=kind == "nodes")
+        _refuse_cycles(self.nodes, self.relationships)
+        return self
+
+    def rule_property(self, rule: VisibilityRule) -> str:
+        """The property a membership or equality rule reads."""
+        return rule.property or self.layers_property
+
+
+def derived_path(path: str) -> ast.Path:
+    """A derived rule's path, parsed (``CypherSyntaxError`` when it is not a pattern)."""
+    from gateway.cypher import parse
+
+    parsed = parse(f"MATCH {path} RETURN 1", max_chars=2_000, max_depth=32)
+    matches = list(parsed.find_all(ast.Match))
+    if len(matches) != 1 or len(matches[0].patterns) != 1 or matches[0].where is not None:
+        raise ValueError("one path pattern")
+    part = matches[0].patterns[0]
+    if part.variable is not None or part.selector is not None:
+        raise ValueError("a plain path pattern, without a path variable or selector")
+    return part.path
+
+
+def derived_anchor_label(path: str) -> str:
+    """The one label a (validated) derived path states on its anchor."""
+    for element in derived_path(path).elements:
+        if isinstance(element, ast.NodePattern) and element.variable and element.variable.name == DERIVED_ANCHOR:
+            assert element.labels is not None
+            return element.labels.names()[0]
+    raise ValueError("no anchor")
+
+
+def _check_derived(path: str, where: str, nodes: dict[str, VisibilityRule], *, node: bool) -> None:
+    from gateway.cypher import CypherSyntaxError
+
+    try:
+        parsed = derived_path(path)
+    except (CypherSyntaxError, ValueError) as exc:
+        raise ValueError(f"{where}: the derived path {path!r} is not one Cypher path pattern ({exc})") from None
+    seen: dict[str, ast.NodePattern | ast.RelPattern] = {}
+    for element in parsed.elements:
+        if isinstance(element, ast.QuantifiedPath):
+            raise ValueError(f"{where}: a derived path has a fixed length (no quantified group)")
+        if isinstance(element, ast.RelPattern) and (element.length is not None or element.quantifier is not None):
+            raise ValueError(f"{where}: a derived path has a fixed length (no variable-length relationship)")
+        if element.where is not None:
+            raise ValueError(f"{where}: a derived path has no WHERE inside it")
+        if element.variable is not None:
+            name = element.variable.name
+            if name not in (DERIVED_ELEMENT, DERIVED_ANCHOR):
+                raise ValueError(f"{where}: a derived path names only x and anchor, not {name!r}")
+            if name in seen:
+                raise ValueError(f"{where}: {name} appears twice in the derived path")
+            seen[name] = element
+    own = seen.get(DERIVED_ELEMENT)
+    wanted = ast.NodePattern if node else ast.RelPattern
+    if own is None or not isinstance(own, wanted):
+        kind = "node" if node else "relationship"
+        raise ValueError(f"{where}: the derived path must name the element as the {kind} x")
+    anchor = seen.get(DERIVED_ANCHOR)
+    if not isinstance(anchor, ast.NodePattern):
+        raise ValueError(f"{where}: the derived path must name its anchor node `anchor`")
+    names = anchor.labels.names() if anchor.labels is not None else []
+    if anchor.labels is None or len(names) != 1 or not isinstance(anchor.labels.expression, ast.LabelName):
+        raise ValueError(f"{where}: the anchor states exactly one label, whose rule it borrows (anchor:Label)")
+    if names[0] not in nodes:
+        raise ValueError(
+            f"{where}: the anchor label {names[0]!r} has no rule in scope.nodes; a derived rule borrows a named rule"
+        )
+
+
+def _refuse_cycles(nodes: dict[str, VisibilityRule], relationships: dict[str, VisibilityRule]) -> None:
+    """A derived rule whose anchors lead back to itself could never be decided."""
+    anchors = {label: derived_anchor_label(rule.path or "") for label, rule in nodes.items() if rule.kind == "derived"}
+    starts = [*anchors, *(t for t, r in relationships.items() if r.kind == "derived")]
+    for start in starts:
+        rule = nodes.get(start) if start in anchors else relationships[start]
+        assert rule is not None
+        chain = [start]
+        label = derived_anchor_label(rule.path or "")
+        while label in anchors:
+            if label in chain:
+                raise ValueError(f"scope: derived rules form a cycle: {' -> '.join([*chain, label])}")
+            chain.append(label)
+            label = anchors[label]
 
 
 class ReservedParameters(_Strict):
@@ -201,7 +398,21 @@ class Policy(_Strict):
                 f"scope.scope_parameter {self.scope.scope_parameter!r} must be a reserved parameter "
                 "(listed in reserved_parameters.keys or matching a prefix), or callers could set it"
             )
+        for name in self.scope_attributes():
+            if name != DEFAULT_ATTRIBUTE and not self.reserved_parameters.is_reserved(attribute_parameter(name)):
+                raise ValueError(
+                    f"the rules read attribute {name!r}, whose parameter {attribute_parameter(name)!r} must be "
+                    "reserved (reserved_parameters), or callers could set it"
+                )
         return self
+
+    def scope_rules(self) -> list[VisibilityRule]:
+        return [self.scope.default, *self.scope.nodes.values(), *self.scope.relationships.values()]
+
+    def scope_attributes(self) -> list[str]:
+        """The principal's attribute lists the rules read (``layers`` when a membership rule reads it)."""
+        names = {r.attribute_name() for r in self.scope_rules() if r.kind in ("membership", "equality")}
+        return sorted(names)
 
     def tool(self, name: ToolName) -> ToolPolicy:
         return self.tools[name]

@@ -1,4 +1,4 @@
-"""``cypher-gateway check`` and ``cypher-gateway policy show|lint``.
+"""``cypher-gateway check`` and ``cypher-gateway policy show|lint|init``.
 
 ``check`` is a fixed contract other tooling depends on: one query on stdin,
 one JSON object on stdout, the same the MCP ``check`` tool answers
@@ -21,7 +21,17 @@ from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.errors import SetupError
-from gateway.policy import POLICIES_DIR, TOOL_NAMES, Limits, Policy, PolicyError, load_policy
+from gateway.ops.tokens import parse_attributes
+from gateway.policy import (
+    POLICIES_DIR,
+    TOOL_NAMES,
+    Limits,
+    Policy,
+    PolicyError,
+    VisibilityRule,
+    derived_anchor_label,
+    load_policy,
+)
 
 EXIT_ALLOWED = 0
 EXIT_INVALID_POLICY = 1  # `policy lint` found problems
@@ -68,6 +78,10 @@ def register(subparsers: Any) -> None:
                               help="who asks (default: the settings' stdio_principal, `stdio`)")  # fmt: skip
     check_parser.add_argument("--scope", metavar="LAYERS", help="the caller's layers, comma-separated "
                               "(default: the settings' stdio_scope; empty means global-only)")  # fmt: skip
+    check_parser.add_argument("--attribute", action="append", default=None, metavar="NAME=VALUES",
+                              help="a named list of the caller that the policy's rules read, e.g. "
+                              "repositories=acme/api (repeatable; default: the settings' "
+                              "stdio_attributes)")  # fmt: skip
     check_parser.add_argument("--config", type=Path, help="TOML settings file (else $GATEWAY_CONFIG, env, defaults)")
     check_parser.set_defaults(handler=_handle_check)
 
@@ -79,6 +93,17 @@ def register(subparsers: Any) -> None:
     lint = actions.add_parser("lint", help="validate one policy file (exit 0 valid, 1 invalid)")
     lint.add_argument("file", help="policy file")
     lint.set_defaults(handler=_handle_lint)
+    init = actions.add_parser(
+        "init", help="write a starting policy to stdout from a shipped one: policy init --template NAME > my.yaml",
+        description="Print a shipped policy (the template: default, mentis or mindreader) with a header, ready to "
+        "edit; --scope-property renames the property its visibility rules read (layers, or Mentis's repository "
+        "name) throughout. Exit 0 written, 2 usage error (unknown template, a name that is not a property).",
+    )  # fmt: skip
+    init.add_argument("--template", required=True, metavar="NAME", help="a shipped policy: "
+                      + ", ".join(p.stem for p in sorted(POLICIES_DIR.glob("*.yaml"))))  # fmt: skip
+    init.add_argument("--scope-property", metavar="NAME",
+                      help="the name your graph gives the scope property (e.g. layer_ids)")  # fmt: skip
+    init.set_defaults(handler=_handle_init)
 
 
 def _usage_error(message: str) -> int:
@@ -101,6 +126,8 @@ def _handle_check(args: argparse.Namespace) -> int:
     if args.scope is not None:
         overrides["stdio_scope"] = args.scope
     try:
+        if args.attribute is not None:
+            overrides["stdio_attributes"] = parse_attributes(args.attribute)
         settings = load_settings(args.config, **overrides)
         # No runner: checking runs nothing. No audit log: this is not an agent's tool call.
         composed = compose(settings, runner=None, audit=False)
@@ -150,6 +177,66 @@ def untagged_sentence(policy: Policy) -> str:
         f"an element without {name!r}, or whose {name!r} is not a list of strings, is hidden from every caller; "
         f"{name}: [] makes an element global"
     )
+
+
+def _article(word: str) -> str:
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
+def _holds(policy: Policy, rule: VisibilityRule, subject: str) -> str:
+    """What ``rule`` asks of ``subject`` ("its Task's Repository"), as the end of a sentence."""
+    attribute = rule.attribute_name()
+    whose = "its" if subject == "its" else f"{subject}'s"
+    if rule.kind == "equality":
+        return f"{whose} {policy.scope.rule_property(rule)} is one of the caller's {attribute}"
+    if rule.kind == "membership":
+        prop = policy.scope.rule_property(rule)
+        return f"{whose} {prop} is an empty list or shares an entry with the caller's {attribute}"
+    if rule.kind == "public":
+        return f"{subject} exists"
+    if rule.kind == "denied":
+        return "never (its anchor is denied)"
+    anchor = derived_anchor_label(rule.path or "")
+    return _holds(policy, policy.scope.nodes[anchor], f"{whose} {anchor}")
+
+
+def rule_sentences(policy: Policy) -> list[str]:
+    """Every visibility rule, filter and pin of ``policy`` as a reviewer's sentence (decision 0018)."""
+    sc = policy.scope
+    unnamed = "an element of a label or type not named below"
+    if sc.default.kind == "public":
+        out = [f"{unnamed} is visible to every caller"]
+    elif sc.default.kind == "denied":
+        out = [f"{unnamed} is never visible"]
+    else:
+        out = [f"{unnamed} is visible when {_holds(policy, sc.default, 'its')}"]
+    for kind, rules in (("node", sc.nodes), ("relationship", sc.relationships)):
+        for name, rule in sorted(rules.items()):
+            who = _article(name) if kind == "node" else f"a relationship of type {name}"
+            if rule.kind == "public":
+                out.append(f"{who} is visible to every caller")
+            elif rule.kind == "denied":
+                out.append(f"{who} is never visible")
+            elif rule.kind == "derived":
+                out.append(f"{who} is visible when {_holds(policy, rule, 'its')} (path {rule.path})")
+            else:
+                out.append(f"{who} is visible when {_holds(policy, rule, 'its')}")
+    for name, filters in sorted(sc.filters.items()):
+        for f in filters:
+            condition = f"it has no {f.property}" if f.absent else f"its {f.property} is {f.equals!r}"
+            out.append(f"under {', '.join(sorted(f.tools))}, {_article(name)} is visible only when {condition}")
+    for tool in TOOL_NAMES:
+        for label, pin in sorted(policy.tool(tool).pins.items()):
+            out.append(
+                f"under {tool}, {_article(label)} is visible only when its {pin.property} equals the request's "
+                f"${pin.parameter} (and so is anything derived from it)"
+            )
+    if sc.nodes:
+        out.append(
+            "a node carrying several named labels must meet every one's rule; one carrying none meets the default; "
+            "a relationship also needs both endpoints visible"
+        )
+    return out
 
 
 def _handle_lint(args: argparse.Namespace) -> int:
@@ -211,6 +298,8 @@ def render_policy(policy: Policy) -> str:
         f"bookkeeping types {_fmt(sc.bookkeeping_relationship_types)}, allow bookkeeping {dict(sc.allow_bookkeeping)}"
     )
     lines.append(f"scope: {untagged_sentence(policy)}")
+    for sentence in rule_sentences(policy):
+        lines.append(f"scope: {sentence}")
     sb = policy.sandbox
     reuse = (
         "one query per container"
@@ -286,6 +375,22 @@ def find_policy_file(given: str) -> tuple[Path, str | None]:
         f"no policy {given!r}: {looked}; shipped policies: {', '.join(shipped) or '(none)'} "
         "(give one's name, or the path of your own policy file)"
     )
+
+
+def _handle_init(args: argparse.Namespace) -> int:
+    from gateway.policy_init import render_template
+
+    shipped = shipped_policies()
+    if args.template not in shipped:
+        return _usage_error(
+            f"no template {args.template!r}: the templates are the shipped policies: {', '.join(shipped)}"
+        )
+    try:
+        text = render_template(args.template, shipped[args.template], args.scope_property)
+    except PolicyError as exc:
+        return _usage_error(str(exc))
+    sys.stdout.write(text)
+    return EXIT_ALLOWED
 
 
 def _handle_show(args: argparse.Namespace) -> int:

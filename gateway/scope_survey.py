@@ -4,7 +4,8 @@
 the start-up and doctor check, never an agent.s request) whether the policy's scope property occurs on
 any node or relationship, whether each label and relationship type the policy names exists, and,
 per label and relationship type, how many elements lack the property or hold a malformed one
-(what the policy hides). Counts only: one pass over the graph per element kind, and the count
+(what the policy hides), and whether each property a named rule or pin reads occurs on its
+label or type (``rule_reads``). Counts only: one pass over the graph per element kind, and the count
 store for the names.
 """
 
@@ -61,6 +62,8 @@ class Survey(BaseModel):
     missing_labels: list[str]
     missing_types: list[str]
     hidden: list[Hidden] = []
+    # Properties a named rule or pin reads that no element of its label or type carries ("Repository.name").
+    missing_properties: list[str] = []
 
     @property
     def problems(self) -> list[str]:
@@ -77,6 +80,11 @@ class Survey(BaseModel):
             out.append(
                 f"relationship types the policy names do not exist in the graph: {', '.join(self.missing_types)}"
             )
+        if self.missing_properties:
+            out.append(
+                "properties the policy's rules read occur on no element of their label or type (every such element "
+                f"is hidden): {', '.join(self.missing_properties)}"
+            )
         return out
 
     def hidden_summary(self, limit: int = 12) -> str:
@@ -89,14 +97,36 @@ class Survey(BaseModel):
 
 
 def named_labels(policy: Policy) -> list[str]:
-    return sorted({label for tool in policy.tools.values() for label in tool.denied_labels})
+    names = {label for tool in policy.tools.values() for label in (*tool.denied_labels, *tool.pins)}
+    return sorted(names | set(policy.scope.nodes))
 
 
 def named_types(policy: Policy) -> list[str]:
-    names = set(policy.scope.bookkeeping_relationship_types)
+    names = set(policy.scope.bookkeeping_relationship_types) | set(policy.scope.relationships)
     for tool in policy.tools.values():
         names |= tool.denied_relationship_types
     return sorted(names)
+
+
+def rule_reads(policy: Policy) -> list[tuple[str, str, str]]:
+    """(``label`` | ``type``, name, property) for every property a named rule or a pin reads."""
+    sc = policy.scope
+    reads: set[tuple[str, str, str]] = set()
+    for kind, rules in (("label", sc.nodes), ("type", sc.relationships)):
+        for name, rule in rules.items():
+            if rule.kind in ("membership", "equality"):
+                reads.add((kind, name, sc.rule_property(rule)))
+    for tool in policy.tools.values():
+        reads |= {("label", label, pin.property) for label, pin in tool.pins.items()}
+    return sorted(reads)
+
+
+def reads_layers_everywhere(policy: Policy) -> bool:
+    """Whether the default rule reads the scope property (else its absence is no problem)."""
+    default = policy.scope.default
+    return default.kind in ("membership", "equality") and policy.scope.rule_property(default) == (
+        policy.scope.layers_property
+    )
 
 
 def survey(policy: Policy, run: Run, *, counts: bool = True) -> Survey:
@@ -106,10 +136,24 @@ def survey(policy: Policy, run: Run, *, counts: bool = True) -> Survey:
     # One query for the property and every name (the count store answers each count).
     label_counts = ", ".join(f"COUNT {{ MATCH (n:{quote_name(name)}) }}" for name in labels)
     type_counts = ", ".join(f"COUNT {{ MATCH ()-[r:{quote_name(name)}]->() }}" for name in types)
-    row = run(f"RETURN {_ON_NODES} OR {_ON_RELATIONSHIPS}, [{label_counts}], [{type_counts}]", {"p": prop})[0]
-    found = bool(row[0])
+    reads = rule_reads(policy)
+    params: dict[str, Any] = {"p": prop} | {f"r{i}": read[2] for i, read in enumerate(reads)}
+    read_checks = ", ".join(
+        f"EXISTS {{ MATCH (n:{quote_name(name)}) WHERE n[$r{i}] IS NOT NULL }}"
+        if kind == "label"
+        else f"EXISTS {{ MATCH ()-[n:{quote_name(name)}]->() WHERE n[$r{i}] IS NOT NULL }}"
+        for i, (kind, name, _) in enumerate(reads)
+    )
+    # Named columns: two empty lists would otherwise be two columns of the same name.
+    text = (
+        f"RETURN {_ON_NODES} OR {_ON_RELATIONSHIPS} AS found, [{label_counts}] AS labels, "
+        f"[{type_counts}] AS types, [{read_checks}] AS reads"
+    )
+    row = run(text, params)[0]
+    found = bool(row[0]) or not reads_layers_everywhere(policy)
     missing_labels = [name for name, count in zip(labels, row[1], strict=True) if not count]
     missing_types = [name for name, count in zip(types, row[2], strict=True) if not count]
+    missing_properties = [f"{name}.{p}" for (_, name, p), there in zip(reads, row[3], strict=True) if not there]
     hidden = (
         [Hidden(kind=r[0], name=r[1], total=r[2], untagged=r[3], malformed=r[4]) for r in run(HIDDEN, {"p": prop})]
         if counts
@@ -118,7 +162,7 @@ def survey(policy: Policy, run: Run, *, counts: bool = True) -> Survey:
     hidden.sort(key=lambda h: (h.kind, h.name))
     return Survey(
         layers_property=prop, property_found=found, missing_labels=missing_labels, missing_types=missing_types,
-        hidden=hidden,
+        hidden=hidden, missing_properties=missing_properties,
     )  # fmt: skip
 
 

@@ -18,11 +18,13 @@ from typing import Any
 
 from gateway.audit import AuditLog
 from gateway.auth import BearerAuth, TokenTable
-from gateway.compose import Composed, compose, stdio_principal
+from gateway.compose import compose, stdio_principal
 from gateway.config import ConfigError, GatewaySettings, load_settings
 from gateway.errors import SetupError
 from gateway.http_audit import RefusalAudit
 from gateway.oauth import ResourceServer, resource_server
+from gateway.policy import Policy
+from gateway.runner import SandboxRunner
 
 log = logging.getLogger("gateway.server")
 # serve's look at the graph at start-up (the scope property exists somewhere): stops at the first hit.
@@ -73,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
         oauth = None if args.transport != "http" or args.insecure_no_auth else resource_server(settings)
         if oauth is not None:
             _say(f"OAuth bearer auth on: tokens from {settings.oauth_issuer} for {settings.oauth_resource}")
-        composed = compose(settings)
+        composed = compose(settings, survey=_look_at_the_graph)
     except SetupError as exc:
         _say(f"cannot start: {exc}")
         return 2
@@ -84,7 +86,6 @@ def _serve(args: argparse.Namespace) -> int:
         _say("`cypher-gateway doctor` checks each piece and says how to fix what is missing")
     else:
         _say("Neo4j and the sandbox are reachable")
-        _look_at_the_graph(composed)
     principal = stdio_principal(settings)
     terminated: _Terminated | None = None
     try:
@@ -109,27 +110,22 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _look_at_the_graph(composed: Composed) -> None:
+def _look_at_the_graph(policy: Policy, runner: SandboxRunner, database: str | None) -> tuple[list[str], str | None]:
     """Does the policy's scope fit the graph? Say so loudly when not; every answer then says it too."""
     from gateway import scope_survey
 
-    gateway, runner = composed.gateway, composed.runner
-    if runner is None:
-        return
     try:
-        found = scope_survey.survey(
-            gateway.policy, scope_survey.via_sandbox(runner, gateway.database, SURVEY_TIMEOUT_S), counts=False
-        )
+        found = scope_survey.survey(policy, scope_survey.via_sandbox(runner, database, SURVEY_TIMEOUT_S), counts=False)
     except scope_survey.SurveyFailed as exc:
         _say(f"WARNING: could not hold the policy's scope against the graph ({exc}); `cypher-gateway doctor` does")
-        return
+        return [], None
     for problem in found.problems:
         _say(f"WARNING: {problem}")
     if found.problems:
         _say(f"fix: {scope_survey.FIX}; `cypher-gateway doctor` counts what the policy hides per label and type")
-    if not found.property_found:
-        gateway.standing_degraded = [scope_survey.PROPERTY_MISSING]
-        gateway.standing_reason = f"{found.problems[0]}; the operator's fix: {scope_survey.FIX}"
+    if found.property_found:
+        return [], None
+    return [scope_survey.PROPERTY_MISSING], f"{found.problems[0]}; the operator's fix: {scope_survey.FIX}"
 
 
 class _Terminated(SystemExit):

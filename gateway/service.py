@@ -63,6 +63,8 @@ class Gateway:
         layers: LayerSwitches | None = None,
         database: str | None = None,
         disabled_reason: str | None = None,
+        standing_degraded: Sequence[str] = (),
+        standing_reason: str | None = None,
     ) -> None:
         self.policy = policy
         self.runner = runner
@@ -73,8 +75,8 @@ class Gateway:
         self.disabled_reason = disabled_reason
         # What serve found wrong at start-up that every answer must say (the policy's scope
         # property occurs nowhere in the graph): degraded markers, and the reason with the fix.
-        self.standing_degraded: list[str] = []
-        self.standing_reason: str | None = None
+        self.standing_degraded = list(standing_degraded)
+        self.standing_reason = standing_reason
 
     # --- check -------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
+from sandbox.scope_check import confirm_derived
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
 from sandbox.tls import context_or_error, tls_failure
@@ -209,6 +210,7 @@ class BoltBackend:
         else:
             uri = str(config.neo4j_uri)
         self.driver: neo4j.Driver | None = None
+        self.derived_visible: frozenset[str] = frozenset()
         context, self.warm_error = context_or_error(config.tls, config.server_name(), config.tls_ca_file)
         if self.warm_error is not None:
             return  # no driver at all: every job answers warm_error
@@ -241,6 +243,7 @@ class BoltBackend:
 
     def run(self, job: SandboxJob) -> SandboxResult:
         started = time.perf_counter()
+        self.derived_visible = frozenset()
         if self.driver is None:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.warm_error)
         driver = self.driver
@@ -266,6 +269,13 @@ class BoltBackend:
             summary = result.consume()
             meta["query_type"] = summary.query_type
             meta["notifications"] = notifications_of(summary)
+            if job.scope is not None:
+                # Layer 2's derived rules: Neo4j decides, in this same READ transaction.
+                def ask(text: str, params: dict[str, Any]) -> list[Any]:
+                    return [record[0] for record in tx.run(text, params)]
+
+                ids = collector.element_tokens.element_ids()
+                self.derived_visible = confirm_derived(collector.rows, job.scope, ids, job.params, ask)
 
         deadline = Deadline(driver, database, job.query_id, job.timeout_seconds)
         try:

@@ -54,6 +54,8 @@ EXIT_DONE, EXIT_NO_JOB = 0, 3
 
 class Backend(Protocol):
     warm_error: SandboxError | None
+    # Tokens of the last job's elements under a derived rule that Neo4j confirmed visible.
+    derived_visible: frozenset[str]
 
     def warm(self) -> None: ...
     def run(self, job: SandboxJob) -> SandboxResult: ...
@@ -74,11 +76,11 @@ def backend_type(config: SandboxConfig) -> Callable[[SandboxConfig], Backend]:
     return BoltBackend
 
 
-def _apply_scope(job: SandboxJob, result: SandboxResult) -> SandboxResult:
-    """Layer 2 of scope: drop rows that carry anything outside the caller's layers."""
+def _apply_scope(job: SandboxJob, result: SandboxResult, confirmed: frozenset[str] = frozenset()) -> SandboxResult:
+    """Layer 2 of scope: drop rows that carry anything outside the caller's scope."""
     if job.scope is None or not result.ok:
         return result
-    rows, redacted = filter_rows(result.columns, result.rows, job.scope)
+    rows, redacted = filter_rows(result.columns, result.rows, job.scope, confirmed, job.params)
     if not redacted:
         return result
     # Renumber the element tokens, or the numbers the dropped rows used would show as gaps.
@@ -102,7 +104,8 @@ def handle(line: bytes, backend: Backend) -> SandboxResult:
         if backend.warm_error is not None:
             return SandboxResult(query_id=job.query_id, ok=False, error=backend.warm_error)
     try:
-        result = _apply_scope(job, backend.run(job))
+        ran = backend.run(job)
+        result = _apply_scope(job, ran, backend.derived_visible)
     except Exception as exc:  # a bug here must still produce a result line
         result = failure(job.query_id, "internal", f"{type(exc).__name__}: {exc}")
     return dataclasses.replace(result, duration_ms=(time.perf_counter() - started) * 1000)

@@ -132,6 +132,9 @@ class QueryApiBackend:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         self.warm_error: SandboxError | None = None
+        # The Query API runs each statement in its own transaction, so a derived rule cannot be
+        # asked about in the job's: every element under one stays hidden in layer 2 (fail closed).
+        self.derived_visible: frozenset[str] = frozenset()
         context, self.setup_error = context_or_error(config.tls, config.server_name(), config.tls_ca_file)
         # Our context for https; a plain http URL (tls off) never uses httpx's default.
         verify: ssl.SSLContext | bool = context if context is not None else True

@@ -3,12 +3,15 @@
 Runs inside the sandbox container after serialization (values are the tagged
 JSON of ``sandbox/wire.py``), so it imports only the standard library, pydantic
 and the wire models. When the rewrite (layer 1) works, this finds nothing; it is
-the net under it.
+the net under it. It holds the rewrite's rules (docs/decisions/0018): per label and type
+membership, equality, public and denied are decided here from the serialized element;
+filters and pins too; an element under a derived rule is visible only when Neo4j, asked in
+the job's own READ transaction (``confirm_derived``), says so.
 
 A row that holds any node, relationship or path outside the scope is dropped as
 a whole, not just the element: its other columns may be derived from the
-hidden element (``RETURN n, n.secret``). The rule for one element is the
-rewrite's rule: an empty ``layers`` list is global; a list of strings with one
+hidden element (``RETURN n, n.secret``). The membership rule is the
+rewrite's: an empty ``layers`` list is global; a list of strings with one
 in the scope is visible; a missing property is hidden (global only when the
 policy says ``scope.untagged: global``); anything else (a string, a number, a
 list holding a non-string or a null) is malformed and hidden. A relationship of
@@ -20,25 +23,96 @@ checks them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from sandbox.wire import ScopeCheck
+from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
 
 _TYPE = "$type"
+# The parameter the derived queries read the element ids from (reserved: no caller sets it).
+IDS_PARAMETER = "__gw_ids"
 
 
-def element_visible(properties: Any, scope: ScopeCheck, allowed: frozenset[str]) -> bool:
-    if not isinstance(properties, dict):
-        return False
-    layers = properties.get(scope.layers_property)
-    if layers is None:
-        return scope.untagged == "global"
-    if not isinstance(layers, list) or not all(isinstance(layer, str) for layer in layers):
-        return False
-    return len(layers) == 0 or any(layer in allowed for layer in layers)
+class _Rules:
+    """A ScopeCheck read once per result: the default rule resolved, value lists as sets."""
+
+    def __init__(self, scope: ScopeCheck, confirmed: frozenset[str], params: dict[str, Any] | None = None) -> None:
+        self.scope = scope
+        self.params = params or {}
+        self.default = scope.default or ElementRule(
+            kind="membership", property=scope.layers_property, values=list(scope.layers)
+        )
+        self.values: dict[int, frozenset[str]] = {}
+        self.hidden_types = frozenset(scope.hidden_relationship_types)
+        self.confirmed = confirmed
+
+    def rule(self, rule: ElementRule, properties: dict[str, Any]) -> bool | None:
+        """Whether ``rule`` holds; None for a derived rule (only Neo4j can tell)."""
+        if rule.kind == "public":
+            return True
+        if rule.kind == "denied":
+            return False
+        if rule.kind == "derived":
+            return None
+        allowed = self.values.get(id(rule))
+        if allowed is None:
+            allowed = self.values[id(rule)] = frozenset(rule.values)
+        value = properties.get(rule.property)
+        if rule.kind == "equality":
+            return isinstance(value, str) and value in allowed
+        if value is None:
+            return self.scope.untagged == "global"
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            return False
+        return len(value) == 0 or any(item in allowed for item in value)
+
+    def condition(self, condition: ElementCondition, properties: dict[str, Any]) -> bool:
+        value = properties.get(condition.property)
+        if condition.absent:
+            return value is None
+        wanted = condition.equals if condition.parameter is None else self.params.get(condition.parameter)
+        if value is None or wanted is None:
+            return False  # Cypher's `=` with a null is null: not visible
+        if isinstance(value, bool) or isinstance(wanted, bool):
+            return type(value) is type(wanted) and value == wanted  # true = 1 is false in Cypher
+        return bool(value == wanted)
+
+    def node(self, item: dict[str, Any]) -> bool:
+        properties = item.get("properties")
+        labels = item.get("labels")
+        if not isinstance(properties, dict) or not isinstance(labels, list):
+            return False
+        ask_neo4j = False
+        named = False
+        for label in labels:
+            rule = self.scope.nodes.get(label)
+            if rule is not None:
+                named = True
+                held = self.rule(rule, properties)
+                if held is False:
+                    return False
+                ask_neo4j = ask_neo4j or held is None
+            if not all(self.condition(c, properties) for c in self.scope.conditions.get(label, ())):
+                return False
+        if not named and not self.rule(self.default, properties):
+            return False
+        return not ask_neo4j or item.get("elementId") in self.confirmed
+
+    def relationship(self, item: dict[str, Any]) -> bool:
+        properties = item.get("properties")
+        rel_type = item.get("type")
+        if not isinstance(properties, dict) or not isinstance(rel_type, str) or rel_type in self.hidden_types:
+            return False
+        held = self.rule(self.scope.relationships.get(rel_type, self.default), properties)
+        if held is False:
+            return False
+        if not all(self.condition(c, properties) for c in self.scope.conditions.get(rel_type, ())):
+            return False
+        return held is True or item.get("elementId") in self.confirmed
 
 
-def _value_visible(value: Any, scope: ScopeCheck, allowed: frozenset[str], hidden_types: frozenset[str]) -> bool:
+def _elements(value: Any) -> Iterator[dict[str, Any]]:
+    """Every node and relationship in ``value`` (tagged JSON), however deeply nested."""
     # Iterative: a deeply nested list from the database cannot overflow the stack.
     stack = [value]
     while stack:
@@ -47,12 +121,8 @@ def _value_visible(value: Any, scope: ScopeCheck, allowed: frozenset[str], hidde
             stack.extend(item)
         elif isinstance(item, dict):
             kind = item.get(_TYPE)
-            if kind == "node":
-                if not element_visible(item.get("properties"), scope, allowed):
-                    return False
-            elif kind == "relationship":
-                if item.get("type") in hidden_types or not element_visible(item.get("properties"), scope, allowed):
-                    return False
+            if kind in ("node", "relationship"):
+                yield item
             elif kind == "path":
                 stack.extend(item.get("nodes") or [])
                 stack.extend(item.get("relationships") or [])
@@ -64,12 +134,78 @@ def _value_visible(value: Any, scope: ScopeCheck, allowed: frozenset[str], hidde
             else:
                 # Plain maps and any other tag: look inside anyway, never skip unseen.
                 stack.extend(item.values())
+
+
+def _value_visible(value: Any, rules: _Rules) -> bool:
+    for item in _elements(value):
+        visible = rules.node(item) if item.get(_TYPE) == "node" else rules.relationship(item)
+        if not visible:
+            return False
     return True
 
 
-def filter_rows(columns: list[str], rows: list[list[Any]], scope: ScopeCheck) -> tuple[list[list[Any]], int]:
-    """The rows whose every element is visible, and how many rows were dropped."""
-    allowed = frozenset(scope.layers)
-    hidden_types = frozenset(scope.hidden_relationship_types)
-    kept = [row for row in rows if _value_visible(row, scope, allowed, hidden_types)]
+def element_visible(properties: Any, scope: ScopeCheck) -> bool:
+    """An element's properties under the default rule (what a policy that names no rules checks)."""
+    if not isinstance(properties, dict):
+        return False
+    rules = _Rules(scope, frozenset())
+    return bool(rules.rule(rules.default, properties))
+
+
+def derived_candidates(rows: list[list[Any]], scope: ScopeCheck) -> tuple[set[str], set[str]]:
+    """The element tokens (nodes, relationships) in ``rows`` whose visibility only Neo4j can tell."""
+    nodes: set[str] = set()
+    relationships: set[str] = set()
+    derived_labels = {label for label, rule in scope.nodes.items() if rule.kind == "derived"}
+    derived_types = {t for t, rule in scope.relationships.items() if rule.kind == "derived"}
+    for item in _elements(rows):
+        token = item.get("elementId")
+        if not isinstance(token, str):
+            continue
+        if item.get(_TYPE) == "node":
+            if derived_labels.intersection(item.get("labels") or ()):
+                nodes.add(token)
+        elif item.get("type") in derived_types:
+            relationships.add(token)
+    return nodes, relationships
+
+
+Ask = Callable[[str, dict[str, Any]], Iterable[Any]]
+
+
+def confirm_derived(
+    rows: list[list[Any]], scope: ScopeCheck, element_ids: dict[str, str], params: dict[str, Any], ask: Ask
+) -> frozenset[str]:
+    """The tokens of ``rows``' elements under a derived rule that Neo4j says are visible.
+
+    ``element_ids`` maps a token back to Neo4j's element id (which never leaves the sandbox);
+    ``ask(cypher, params)`` runs the check's gateway-written query in the job's transaction and
+    yields the visible ids. Every element not confirmed is hidden.
+    """
+    nodes, relationships = derived_candidates(rows, scope)
+    confirmed: set[str] = set()
+    for tokens, query in ((nodes, scope.derived_nodes), (relationships, scope.derived_relationships)):
+        ids = {element_ids[t]: t for t in tokens if t in element_ids}
+        if not ids or query is None:
+            continue
+        for element_id in ask(query, {**params, IDS_PARAMETER: sorted(ids)}):
+            if element_id in ids:
+                confirmed.add(ids[element_id])
+    return frozenset(confirmed)
+
+
+def filter_rows(
+    columns: list[str],
+    rows: list[list[Any]],
+    scope: ScopeCheck,
+    confirmed: frozenset[str] = frozenset(),
+    params: dict[str, Any] | None = None,
+) -> tuple[list[list[Any]], int]:
+    """The rows whose every element is visible, and how many rows were dropped.
+
+    ``confirmed``: the tokens of elements under a derived rule Neo4j found visible (``confirm_derived``);
+    ``params``: the job's parameters, which pins compare with.
+    """
+    rules = _Rules(scope, confirmed, params)
+    kept = [row for row in rows if _value_visible(row, rules)]
     return kept, len(rows) - len(kept)

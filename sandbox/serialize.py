@@ -184,6 +184,10 @@ class ElementTokens:
             self._tokens[key] = f"{prefix}{self._issued[prefix]}"
         return self._tokens[key]
 
+    def element_ids(self) -> dict[str, str]:
+        """Token -> Neo4j's element id, for the sandbox's own look-ups (never written out)."""
+        return {token: element_id for (_, element_id), token in self._tokens.items()}
+
     def apply(self, value: JsonValue) -> JsonValue:
         """``value`` (tagged JSON, changed in place) with every element id replaced, in reading order."""
         stack = [value]

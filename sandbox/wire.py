@@ -127,6 +127,40 @@ class Credentials:
     password: str = field(repr=False)
 
 
+RuleKind = Literal["membership", "equality", "derived", "public", "denied"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElementRule:
+    """One label's or type's visibility rule with the caller's values filled in (decision 0018).
+
+    ``membership``: ``property`` is an empty list of strings or shares one with ``values``;
+    ``equality``: ``property`` is a string in ``values``; ``derived``: only Neo4j can tell (the
+    check's ``derived_*`` query); ``public``: always; ``denied``: never.
+    """
+
+    __pydantic_config__ = _STRICT
+
+    kind: RuleKind
+    property: str = ""
+    values: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElementCondition:
+    """A filter or pin: ``property`` is absent, or equals ``equals`` or the job's parameter ``parameter``.
+
+    A missing property never equals anything (Cypher's ``=`` with null is not true).
+    """
+
+    __pydantic_config__ = _STRICT
+
+    property: str
+    absent: bool = False
+    equals: Any = None
+    parameter: str | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScopeCheck:
     """The caller's scope, for the sandbox's second-layer result check."""
@@ -138,6 +172,16 @@ class ScopeCheck:
     hidden_relationship_types: list[str] = field(default_factory=list)
     # An element without the property: hidden unless the policy opted into "global".
     untagged: Untagged = "hidden"
+    # The rule of labels and types not named; None: membership on layers_property against layers.
+    default: ElementRule | None = None
+    nodes: dict[str, ElementRule] = field(default_factory=dict)
+    relationships: dict[str, ElementRule] = field(default_factory=dict)
+    # Label or type -> the tool's filters and pins on it.
+    conditions: dict[str, list[ElementCondition]] = field(default_factory=dict)
+    # Gateway-written Cypher over ``$__gw_ids`` (element ids) returning the ids of those that are
+    # visible (column ``id``), run in the job's own transaction for elements under a derived rule.
+    derived_nodes: str | None = None
+    derived_relationships: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,7 @@ defaults and a list of cases::
     policy: default                    # the `name` of the policy in force; any other is refused
     fixture: builtin:memory            # or a path to a .cypher file, relative to this file
     defaults:
-      principal: {name: agent-a, scope: [project-a]}
+      principal: {name: agent-a, scope: [project-a]}   # + attributes: {repositories: [acme/api]}
       tool: analyze
     cases:
       - id: other-project-fact
@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.domain import Principal, attribute_lists
 from gateway.policy import ToolName
 
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -104,8 +105,25 @@ class Selector(_Strict):
 
 class PrincipalSpec(_Strict):
     name: Annotated[str, Field(min_length=1)]
-    # An empty list means global-only, never everything.
-    scope: tuple[str, ...] = ()
+    # The layers list; an empty list means global-only, never everything. None: not written
+    # (then attributes.layers, or global-only).
+    scope: tuple[str, ...] | None = None
+    # Further named lists a policy's rules read (``repositories``, ``tenants``, …); one the
+    # principal lacks is empty.
+    attributes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _lists(self) -> PrincipalSpec:
+        try:
+            attribute_lists(self.scope, self.attributes)
+        except ValueError as exc:
+            raise ValueError(f"principal {self.name!r}: {exc}") from None
+        return self
+
+    def principal(self) -> Principal:
+        """The principal the gateway runs this case as."""
+        scope, attributes = attribute_lists(self.scope, self.attributes)
+        return Principal(name=self.name, scope=scope, attributes=attributes)
 
 
 # The layers that keep a case's query a checked read: with one of them off, what the file says

@@ -38,7 +38,9 @@ def register(subparsers: Any) -> None:
         "FILE alone: all its cases). Without it such a case is an error and never runs. Repeatable.",
     )  # fmt: skip
     run.set_defaults(handler=_handle_run)
-    seed = actions.add_parser("seed", help="seed the built-in fixture memory graph (replaces its old copy)")
+    seed = actions.add_parser("seed", help="seed a built-in fixture graph (replaces its old copy)")
+    seed.add_argument("fixture", nargs="?", default="memory", metavar="NAME",
+                      help="memory (the default policy's suites and the demo), mentis or mindreader")  # fmt: skip
     seed.set_defaults(handler=_handle_seed)
 
 
@@ -104,12 +106,12 @@ def _policy_file(given: str | None) -> tuple[Path, str]:
 def _handle_seed(args: argparse.Namespace) -> int:
     from gateway.errors import SetupError
     from gateway.mnr.runner import connection_from_env
-    from gateway.mnr.seed import MEMORY_FIXTURE, SeedError, seed_memory
+    from gateway.mnr.seed import SeedError, seed_builtin
 
     try:
-        ran = seed_memory(connection_from_env())
+        ran = seed_builtin(connection_from_env(), args.fixture)
     except (SeedError, SetupError) as exc:
         print(f"cypher-gateway mnr seed: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"seeded {MEMORY_FIXTURE.name}: {ran} statements")
+    print(f"seeded {args.fixture}.cypher: {ran} statements")
     return EXIT_PASSED

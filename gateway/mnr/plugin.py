@@ -6,8 +6,11 @@ marked ``integration``: they run against the real sandbox and Neo4j. One
 and is closed when the session ends. Neo4j: NEO4J_URI & co., else the managed
 one (started if needed); the sandbox image is built when missing. A missing
 service fails the items with a message naming it; nothing is skipped. The policy is the
-settings' ``policy_file`` (``GATEWAY_POLICY_FILE``). A case whose file switches off the
-guard or the EXPLAIN check fails unless ``--mnr-allow-layers-off FILE[::CASE]`` names it.
+settings' ``policy_file`` (``GATEWAY_POLICY_FILE``), except for the directories the ini option
+``mnr_policies`` maps to a policy (``tests/mnr/mentis = mentis``: suites written for another
+shipped policy run under it, in the same pytest run, each policy with its own session sharing
+one sandbox pool). A case whose file switches off the guard or the EXPLAIN check fails unless
+``--mnr-allow-layers-off FILE[::CASE]`` names it.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import pytest
 
 from gateway.mnr.cases import SUFFIX, Case, Suite, SuiteError, load_suite
 
-_SESSION_KEY = pytest.StashKey[Any]()
-_SETUP_ERROR_KEY = pytest.StashKey[str]()
+# One MnrSession per policy file (None: the settings' policy), and the set-up error of each.
+_SESSION_KEY = pytest.StashKey[dict[Path | None, Any]]()
+_SETUP_ERROR_KEY = pytest.StashKey[dict[Path | None, str]]()
 
 
 class MnrCaseFailed(Exception):
@@ -35,6 +39,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="let these cases switch off the guard or the EXPLAIN check as their file says (FILE relative to "
         "the rootdir, as in test ids; CASE an id or glob; FILE alone: all its cases). Without it such a case "
         "fails and never runs. Repeatable.",
+    )  # fmt: skip
+    parser.addini(
+        "mnr_policies", type="linelist", default=[],
+        help="DIR = POLICY, one per line: the *.mnr.yaml files under DIR (relative to the rootdir) run under "
+        "POLICY (a policy file relative to the rootdir, or a shipped policy's name); every other file under the "
+        "settings' policy_file (GATEWAY_POLICY_FILE).",
     )  # fmt: skip
 
 
@@ -50,9 +60,11 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    mnr = session.config.stash.get(_SESSION_KEY, None)
-    if mnr is not None:
-        mnr.close()
+    sessions = session.config.stash.get(_SESSION_KEY, None)
+    if sessions is not None:
+        # The settings' session last: the others share its sandbox pool.
+        for key in sorted(sessions, key=lambda k: k is None):
+            sessions[key].close()
         del session.config.stash[_SESSION_KEY]
 
 
@@ -76,7 +88,7 @@ class MnrItem(pytest.Item):
         self.case = case
 
     def runtest(self) -> None:
-        outcome = _session(self.config).run_case(self.suite, self.case)
+        outcome = _session(self.config, _policy_for(self.config, self.path)).run_case(self.suite, self.case)
         if outcome.status != "passed":
             raise MnrCaseFailed(outcome.message())
 
@@ -89,27 +101,57 @@ class MnrItem(pytest.Item):
         return self.path, 0, f"mnr {self.suite.name}::{self.case.id}"
 
 
-def _session(config: pytest.Config) -> Any:
-    existing = config.stash.get(_SESSION_KEY, None)
-    if existing is not None:
-        return existing
-    error = config.stash.get(_SETUP_ERROR_KEY, None)
-    if error is not None:
-        pytest.fail(error, pytrace=False)
+def _policy_for(config: pytest.Config, path: Path) -> Path | None:
+    """The policy file ``mnr_policies`` names for the suite at ``path``; None: the settings' policy."""
+    from gateway.policy_cli import find_policy_file
+
+    for line in config.getini("mnr_policies"):
+        directory, sep, policy = (part.strip() for part in line.partition("="))
+        if not sep or not directory or not policy:
+            raise pytest.UsageError(f"mnr_policies: {line!r} is not DIR = POLICY")
+        if path.resolve().is_relative_to((config.rootpath / directory).resolve()):
+            local = config.rootpath / policy
+            return local.resolve() if local.is_file() else find_policy_file(policy)[0].resolve()
+    return None
+
+
+def _session(config: pytest.Config, policy: Path | None) -> Any:
+    sessions = config.stash.setdefault(_SESSION_KEY, {})
+    errors = config.stash.setdefault(_SETUP_ERROR_KEY, {})
+    if policy in sessions:
+        return sessions[policy]
+    if policy in errors:
+        pytest.fail(errors[policy], pytrace=False)
     try:
-        session = _start(config)
+        session = _start(config) if policy is None else _start_for(_session(config, None), policy)
     except Exception as exc:
-        config.stash[_SETUP_ERROR_KEY] = f"must-not-retrieve suites need the real services: {exc}"
-        pytest.fail(config.stash[_SETUP_ERROR_KEY], pytrace=False)
-    config.stash[_SESSION_KEY] = session
+        what = "must-not-retrieve suites need the real services" if policy is None else f"policy {policy}"
+        errors[policy] = f"{what}: {exc}"
+        pytest.fail(errors[policy], pytrace=False)
+    sessions[policy] = session
     return session
 
 
-def _start(config: pytest.Config) -> Any:
+def _permits(config: pytest.Config) -> list[Any]:
     from gateway.mnr.cases import LayerPermit
+
+    return [LayerPermit.parse(text, config.rootpath) for text in config.getoption("mnr_allow_layers_off")]
+
+
+def _start(config: pytest.Config) -> Any:
     from gateway.mnr.runner import MnrSession
     from gateway.ops import images, neo4j_local
 
-    permits = [LayerPermit.parse(text, config.rootpath) for text in config.getoption("mnr_allow_layers_off")]
     connection = neo4j_local.resolve(start_managed=True)
-    return MnrSession(connection=connection, image=images.ensure_sandbox_image(), layer_permits=permits)
+    return MnrSession(connection=connection, image=images.ensure_sandbox_image(), layer_permits=_permits(config))
+
+
+def _start_for(base: Any, policy: Path) -> Any:
+    """A session under ``policy`` on the settings' session's Neo4j, sharing its sandbox pool."""
+    from gateway.mnr.runner import MnrSession
+    from gateway.policy import load_policy
+
+    return MnrSession(
+        connection=base.connection, policy=load_policy(policy), runner=base.runner,
+        layer_permits=base.layer_permits,
+    )  # fmt: skip

@@ -23,7 +23,7 @@ def table(outcomes: Sequence[CaseOutcome], width: int = 60) -> str:
             _MARK[o.status],
             o.name,
             o.tool,
-            ",".join(o.scope) or "(global)",
+            "; ".join([",".join(o.scope) or "(global)", *(f"{k}={','.join(v)}" for k, v in o.attributes.items())]),
             _clip(o.detail if o.status == "passed" else (o.failures[0] if o.failures else o.detail), width),
         )
         for o in outcomes

@@ -52,6 +52,8 @@ class CaseOutcome(BaseModel):
     tool: str
     principal: str
     scope: list[str]
+    # The principal's further named lists (``repositories``, …), when it has any.
+    attributes: dict[str, list[str]] = Field(default_factory=dict)
     status: Status
     # One line per broken expectation (or the harness problem for "error").
     failures: list[str] = Field(default_factory=list)
@@ -211,10 +213,13 @@ class MnrSession:
 
     def run_case(self, suite: Suite, case: Case) -> CaseOutcome:
         resolved = suite.resolved(case)
+        principal = resolved.principal.principal()
         started = time.monotonic()
         blank = CaseOutcome(
             suite=suite.name, file=str(suite.source or ""), case_id=case.id, description=case.description,
-            tool=resolved.tool, principal=resolved.principal.name, scope=list(resolved.principal.scope),
+            tool=resolved.tool, principal=resolved.principal.name,
+            scope=list(resolved.principal.scope or sorted(principal.scope)),
+            attributes={name: sorted(values) for name, values in sorted(principal.attributes.items())},
             status="passed",
         )  # fmt: skip
         outcome = blank.model_copy(deep=True)
@@ -280,7 +285,7 @@ class MnrSession:
     def _judge(self, resolved: ResolvedCase, matcher: Matcher, outcome: CaseOutcome) -> None:
         case = resolved.case
         gateway = self._gateway(case)
-        principal = Principal(name=resolved.principal.name, scope=frozenset(resolved.principal.scope))
+        principal = resolved.principal.principal()
         failures: list[str] = []
         try:
             result = _run_patiently(gateway, resolved, principal)

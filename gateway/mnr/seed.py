@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from gateway.connection import Neo4jConnection
-from gateway.mnr.cases import FIXTURES_DIR
+from gateway.mnr.cases import FIXTURES_DIR, builtin_fixture
 from gateway.mnr.match import FixtureElement
 
 MEMORY_FIXTURE = FIXTURES_DIR / "memory.cypher"
+# The graph shapes of the systems users run, one per shipped policy of that name
+# (`builtin:mentis` for policies/mentis.yaml, `builtin:mindreader` for policies/mindreader.yaml).
+MENTIS_FIXTURE = FIXTURES_DIR / "mentis.cypher"
+MINDREADER_FIXTURE = FIXTURES_DIR / "mindreader.cypher"
 # Every string value only one fixture element holds identifies it, however short: a hidden
 # entity's name "Ada" returned as a plain value is a leak. (A value shared with another
 # element cannot name either; match.py searches inside longer strings only from 12 on.)
@@ -65,11 +69,30 @@ def seed(driver: Any, path: Path, database: str | None = None) -> int:
 
 def seed_memory(connection: Neo4jConnection) -> int:
     """Seed the built-in fixture memory graph (the demo's data); returns the statements run."""
+    return seed_builtin(connection, MEMORY_FIXTURE.stem)
+
+
+def seed_builtin(connection: Neo4jConnection, name: str) -> int:
+    """Seed the built-in fixture ``name`` (``memory``, ``mentis``, ``mindreader``); returns the statements run.
+
+    An unknown name raises :class:`SeedError` naming the known ones.
+    """
+    from gateway.mnr.cases import SuiteError
+
+    try:
+        path = builtin_fixture(name)
+    except SuiteError as exc:
+        raise SeedError(str(exc)) from exc
     driver = connect(connection)
     try:
-        return seed(driver, MEMORY_FIXTURE, connection.database)
+        return seed(driver, path, connection.database)
     finally:
         driver.close()
+
+
+def builtin_fixture_names() -> list[str]:
+    """The built-in fixtures by name, as ``builtin:<name>`` in a case file names them."""
+    return sorted(path.stem for path in FIXTURES_DIR.glob("*.cypher"))
 
 
 def fixture_elements(driver: Any, key_property: str, database: str | None = None) -> dict[str, FixtureElement]:

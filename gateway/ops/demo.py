@@ -13,7 +13,11 @@ What it does, top to bottom:
    the MCP SDK's stdio client, exactly as an agent's MCP client would;
 4. starts it once more with the sandbox image name pointing at an image that does not exist
    (the same state as "image removed"), to show ``analyze:disabled``;
-5. prints what was asked, what came back and which layer decided, and exits non-zero if any
+5. seeds the Mentis and Mindreader fixture graphs (``builtin:mentis``, ``builtin:mindreader``)
+   and starts the server under ``policies/mentis.yaml`` for a recall pinned to one task
+   (a caller holding the repository ``acme/payments``), and under ``policies/mindreader.yaml``
+   for an agent with an empty scope (global only: the catalog, never an untagged entity);
+6. prints what was asked, what came back and which layer decided, and exits non-zero if any
    step did not behave as expected (1) or the set-up failed (2).
 
 This process is a harness, not the gateway: it uses the ``neo4j`` driver to seed and to read
@@ -42,7 +46,7 @@ from gateway import catalogue
 from gateway.connection import Neo4jConnection
 from gateway.errors import SetupError
 from gateway.managed_neo4j import Neo4jSetupError
-from gateway.policy import load_policy
+from gateway.policy import POLICIES_DIR, load_policy
 
 # An image tag no build ever produces: the runner cannot start a sandbox, as if it were removed.
 MISSING_IMAGE = "cypher-gateway/sandbox:demo-image-that-does-not-exist"
@@ -64,6 +68,34 @@ AGGREGATE_QUERY = "MATCH (a:MnrFixture:Attempt)\nRETURN a.check AS check, count(
 WRITE_QUERY = "MATCH (f:MnrFixture:Fact {uid: $uid})\nSET f.text = 'overwritten by the agent'\nRETURN f.uid AS uid"
 FACTS_QUERY = "MATCH (f:MnrFixture:Fact)\nRETURN f.uid AS uid, f.text AS text\nORDER BY uid"
 MANY_ROWS_QUERY = "UNWIND range(1, 1000) AS i\nRETURN i"
+
+# The Mentis graph (gateway/mnr/fixtures/mentis.cypher): the caller holds one repository; the
+# graph holds another with a task of the same id.
+MENTIS_POLICY = POLICIES_DIR / "mentis.yaml"
+MENTIS_REPOSITORIES = ["acme/payments"]
+MENTIS_REPOSITORY, MENTIS_TASK_ID = "acme/payments", "PAY-101"
+# Named attribute lists for the stdio principal (beside GATEWAY_STDIO_SCOPE, the layers list).
+STDIO_ATTRIBUTES_ENV = "GATEWAY_STDIO_ATTRIBUTES"
+MENTIS_RECALL_QUERY = (
+    "MATCH (:MentisFixture:Repository {name: $repository})-[:HAS_TASK]->(:Task {id: $taskId})\n"
+    "      -[:HAS_ATTEMPT]->(a:Attempt)\n"
+    "RETURN a.id AS id, a.action AS action, a.check AS check\n"
+    "ORDER BY a.createdAt"
+)
+MENTIS_UNPINNED_QUERY = (
+    "MATCH (:MentisFixture:Task)-[:HAS_ATTEMPT]->(a:Attempt)\n"
+    "WHERE $repository IS NOT NULL AND $taskId IS NOT NULL\n"
+    "RETURN a.id AS id ORDER BY id"
+)
+MENTIS_ATTEMPTS = ["a1c0ffee-0001", "a1c0ffee-0002", "a1c0ffee-0003"]
+# The Mindreader graph (gateway/mnr/fixtures/mindreader.cypher), asked with an empty scope.
+MINDREADER_POLICY = POLICIES_DIR / "mindreader.yaml"
+MINDREADER_ENTITIES_QUERY = (
+    "MATCH (e:MindreaderFixture:Entity)\n"
+    "OPTIONAL MATCH (e)-[:INSTANCE_OF]->(c:Class)\n"
+    "RETURN e.name AS entity, c.name AS class ORDER BY entity"
+)
+MINDREADER_GLOBAL = [["London", "Place"], ["Paris", "Place"]]
 
 # What each principal may see of the fixture's facts (fact-r-1 is `restricted`; fact-bad-1's
 # malformed `layers` string hides it from everyone).
@@ -151,6 +183,9 @@ class Truth:
     attempts_total: int
     facts_total: int
     write_target_text: str
+    mentis_attempts: int = 0
+    mindreader_entities: int = 0
+    mindreader_untagged: int = 0
 
 
 def _seed(connection: Neo4jConnection) -> Truth:
@@ -158,6 +193,8 @@ def _seed(connection: Neo4jConnection) -> Truth:
 
     try:
         seed.seed_memory(connection)
+        seed.seed_builtin(connection, "mentis")
+        seed.seed_builtin(connection, "mindreader")
         driver = seed.connect(connection)
     except seed.SeedError as exc:
         raise SetupError(str(exc)) from exc
@@ -169,9 +206,16 @@ def _seed(connection: Neo4jConnection) -> Truth:
             attempts = session.run("MATCH (a:MnrFixture:Attempt) RETURN count(a) AS c").single(strict=True)["c"]
             facts = session.run("MATCH (f:MnrFixture:Fact) RETURN count(f) AS c").single(strict=True)["c"]
             text = session.run("MATCH (f:MnrFixture:Fact {uid: 'fact-g-1'}) RETURN f.text AS t").single(strict=True)
+            mentis = session.run("MATCH (a:MentisFixture:Attempt) RETURN count(a) AS c").single(strict=True)["c"]
+            entities = session.run(
+                "MATCH (e:MindreaderFixture:Entity) RETURN count(e) AS c, count(e.layers) AS tagged"
+            ).single(strict=True)
     finally:
         driver.close()
-    return Truth(seqs, int(attempts), int(facts), str(text["t"]))
+    return Truth(
+        seqs, int(attempts), int(facts), str(text["t"]), mentis_attempts=int(mentis),
+        mindreader_entities=int(entities["c"]), mindreader_untagged=int(entities["c"]) - int(entities["tagged"]),
+    )  # fmt: skip
 
 
 def _fact_text(connection: Neo4jConnection, uid: str) -> str | None:
@@ -197,7 +241,14 @@ def _server_command() -> tuple[str, list[str]]:
 
 
 def _server_env(
-    connection: Neo4jConnection, image: str, audit: Path, principal: str, scope: list[str]
+    connection: Neo4jConnection,
+    image: str,
+    audit: Path,
+    principal: str,
+    scope: list[str],
+    *,
+    policy: Path | None = None,
+    attributes: dict[str, list[str]] | None = None,
 ) -> dict[str, str]:
     # Only the settings the demo means: a stray GATEWAY_POLICY_FILE must not change the script.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "NEO4J_"))}
@@ -208,6 +259,10 @@ def _server_env(
     )  # fmt: skip
     if connection.database:
         env["NEO4J_DATABASE"] = connection.database
+    if policy is not None:
+        env["GATEWAY_POLICY_FILE"] = str(policy)
+    if attributes:
+        env[STDIO_ATTRIBUTES_ENV] = json.dumps(attributes)
     return env
 
 
@@ -370,6 +425,56 @@ class Demo:
     async def agent_ab(self, client: Client) -> None:
         await self._facts(client, "agent-ab", FACTS_AB)
 
+    # --- the Mentis graph under policies/mentis.yaml ---
+
+    async def mentis_agent(self, client: Client) -> None:
+        params = {"repository": MENTIS_REPOSITORY, "taskId": MENTIS_TASK_ID}
+        step = Step(f"Mentis recall of {MENTIS_REPOSITORY} {MENTIS_TASK_ID} (policy mentis)", "mentis-agent",
+                    "recall", MENTIS_RECALL_QUERY, params)  # fmt: skip
+        answer = await self.call(client, step)
+        if step.expect(answer.data is not None, f"expected rows, got the error {answer.error}"):
+            data = answer.data or {}
+            step.got = [f"{row[0]} {row[1]}  [{'check=' + row[2] if row[2] else 'no check: unverified'}]"
+                        for row in data["rows"]]  # fmt: skip
+            step.decided_by = (
+                f"scope rewrite: Repository name in the caller's repositories {MENTIS_REPOSITORIES}, Task and "
+                f"Attempt derived through it, recall pinned to $repository/$taskId; degraded={data['degraded']}"
+            )
+            ids = [row[0] for row in data["rows"]]
+            step.ok = (
+                step.expect(ids == MENTIS_ATTEMPTS, f"expected {MENTIS_ATTEMPTS}, got {ids}")
+                and step.expect([row[2] for row in data["rows"]][1] is None, "attempt 2 should carry no check")
+                and step.expect(data["degraded"] == [], f"degraded {data['degraded']}")
+            )
+        unpinned = Step("Mentis recall that mentions $repository/$taskId but does not use them", "mentis-agent",
+                        "recall", MENTIS_UNPINNED_QUERY, params)  # fmt: skip
+        answer = await self.call(client, unpinned)
+        if unpinned.expect(answer.data is not None, f"expected rows, got the error {answer.error}"):
+            ids = [row[0] for row in (answer.data or {})["rows"]]
+            unpinned.got = [", ".join(ids) or "(no rows)"]
+            unpinned.decided_by = (
+                f"recall pins: only {MENTIS_TASK_ID}'s attempts of the graph's {self.truth.mentis_attempts} "
+                "(other tasks, and another repository's task of the same id, never left Neo4j)"
+            )
+            unpinned.ok = unpinned.expect(ids == MENTIS_ATTEMPTS, f"expected {MENTIS_ATTEMPTS}, got {ids}")
+
+    # --- the Mindreader graph under policies/mindreader.yaml, empty scope ---
+
+    async def mindreader_empty(self, client: Client) -> None:
+        step = Step("Mindreader entities with an empty scope (policy mindreader)", "nobody", "analyze",
+                    MINDREADER_ENTITIES_QUERY, {})  # fmt: skip
+        answer = await self.call(client, step)
+        if not step.expect(answer.data is not None, f"expected rows, got the error {answer.error}"):
+            return
+        rows = (answer.data or {})["rows"]
+        step.got = [f"{entity} ({cls})" for entity, cls in rows]
+        step.decided_by = (
+            f"membership rule: an empty scope sees elements whose layers are [] only — {len(rows)} of the graph's "
+            f"{self.truth.mindreader_entities} entities, never the {self.truth.mindreader_untagged} without layers; "
+            "the catalog (layers []) is visible"
+        )
+        step.ok = step.expect(rows == MINDREADER_GLOBAL, f"expected {MINDREADER_GLOBAL}, got {rows}")
+
     # --- no sandbox ---
 
     async def no_sandbox(self, client: Client) -> None:
@@ -443,6 +548,12 @@ class Demo:
         last = self.steps[-1]
         last.got += [f"server stderr: {line.strip()}" for line in warned[:2]]
         last.ok = last.ok and last.expect(bool(warned), "the server did not say on stderr what is missing")
+        _say("session 4: mentis-agent (repositories acme/payments) on the Mentis graph, policy mentis")
+        _session(_server_env(self.connection, self.image, self.audit_path, "mentis-agent", [], policy=MENTIS_POLICY,
+                             attributes={"repositories": MENTIS_REPOSITORIES}), stderr, self.mentis_agent)  # fmt: skip
+        _say("session 5: an agent with an empty scope on the Mindreader graph, policy mindreader")
+        _session(_server_env(self.connection, self.image, self.audit_path, "nobody", [], policy=MINDREADER_POLICY),
+                 stderr, self.mindreader_empty)  # fmt: skip
         self.audit_step()
 
 
@@ -456,6 +567,9 @@ def header(connection: Neo4jConnection, image: str, truth: Truth) -> str:
         f"attempts {truth.attempts_for_task}, {truth.attempts_total} attempts and {truth.facts_total} facts in all",
         f"  agents   agent-a scope {SCOPE_A}; agent-ab scope {SCOPE_AB}",
         f"  server   cypher-gateway serve (default policy), sandbox image {image}",
+        f"  then     the Mentis graph (:MentisFixture, {truth.mentis_attempts} attempts) under policies/mentis.yaml "
+        f"as mentis-agent (repositories {MENTIS_REPOSITORIES}), and the Mindreader graph (:MindreaderFixture, "
+        f"{truth.mindreader_entities} entities) under policies/mindreader.yaml with an empty scope",
         "",
     ])  # fmt: skip
 
@@ -502,6 +616,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             demo.run()
         except Exception as exc:  # a crashed session is a failed demo, reported as such
             _say(f"the scripted session failed: {type(exc).__name__}: {exc}")
+            # Said in the report too: a session that never got to its steps must not read as "all ok".
+            crashed = Step("A scripted session could not run", "-", "-", f"{type(exc).__name__}: {exc}", {})
+            crashed.problem = "the session ended before its steps (server stderr below, on stderr)"
+            demo.steps.append(crashed)
             for log in sorted(workdir.glob("server-stderr*.log")):
                 _say(f"last lines of {log.name}:")
                 for line in log.read_text(encoding="utf-8").splitlines()[-15:]:

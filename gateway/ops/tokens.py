@@ -20,11 +20,13 @@ import secrets
 import sys
 import tempfile
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gateway.auth import AuthConfigError, TokenEntry, TokenTable
 from gateway.config import load_settings
+from gateway.domain import DEFAULT_ATTRIBUTE, attribute_name_problem
 from gateway.errors import SetupError
 
 # Recognisable in a leaked log or a secret scanner's rules.
@@ -38,15 +40,58 @@ def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def principal_block(name: str, scope: list[str], token: str) -> str:
+def principal_block(
+    name: str, scope: list[str], token: str, attributes: Mapping[str, Iterable[str]] | None = None
+) -> str:
     """The ``[[principal]]`` table for ``token``: its hash, never the token itself."""
     digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
-    # A JSON string is a valid TOML basic string.
-    layers = ", ".join(json.dumps(layer) for layer in scope)
-    return f'[[principal]]\nname = {json.dumps(name)}\nscope = [{layers}]\ntoken_sha256 = "{digest}"\n'
+    return _block(name, scope, attributes or {}, f'token_sha256 = "{digest}"')
 
 
-def add_principal(path: Path, name: str, scope: list[str]) -> str:
+def _block(name: str, scope: Iterable[str], attributes: Mapping[str, Iterable[str]], secret: str) -> str:
+    # A JSON string is a valid TOML basic string; attribute names are identifiers (bare TOML keys).
+    text = f"[[principal]]\nname = {json.dumps(name)}\nscope = {_toml_list(scope)}\n{secret}\n"
+    if attributes:
+        text += "[principal.attributes]\n" + "".join(
+            f"{attr} = {_toml_list(values)}\n" for attr, values in sorted(attributes.items())
+        )
+    return text
+
+
+def _toml_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(json.dumps(value) for value in sorted(values)) + "]"
+
+
+def parse_attributes(specs: Iterable[str]) -> dict[str, list[str]]:
+    """``--attribute repositories=r1,r2`` (repeatable) as named lists; raises AuthConfigError naming the bad one."""
+    named: dict[str, list[str]] = {}
+    for spec in specs:
+        attr, sep, values = spec.partition("=")
+        attr = attr.strip()
+        if not sep:
+            raise AuthConfigError(f"--attribute {spec!r}: write NAME=VALUE,VALUE (an empty list: NAME=)")
+        if (problem := attribute_name_problem(attr)) is not None:
+            raise AuthConfigError(f"--attribute {spec!r}: {problem}")
+        if attr == DEFAULT_ATTRIBUTE:
+            raise AuthConfigError(f"--attribute {spec!r}: the layers list is --scope")
+        if attr in named:
+            raise AuthConfigError(f"--attribute {attr} is given twice")
+        named[attr] = [value.strip() for value in values.split(",") if value.strip()]
+    return named
+
+
+def describe_lists(entry: TokenEntry) -> str:
+    """A principal's layers and named lists for ``tokens list`` (``a, b; repositories: r1``)."""
+    principal = entry.principal()
+    parts = [", ".join(sorted(principal.scope)) or "(global-only)"]
+    for attr, values in sorted(principal.attributes.items()):
+        parts.append(f"{attr}: {', '.join(sorted(values)) or '(none)'}")
+    return "; ".join(parts)
+
+
+def add_principal(
+    path: Path, name: str, scope: list[str], attributes: Mapping[str, Iterable[str]] | None = None
+) -> str:
     """Append a principal with a fresh token to the tokens file at ``path``; returns the token."""
     existing = path.read_text(encoding="utf-8") if path.exists() else ""
     if existing and name in _names(existing, path):
@@ -56,7 +101,7 @@ def add_principal(path: Path, name: str, scope: list[str]) -> str:
         )
     token = new_token()
     separator = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
-    text = existing + separator + principal_block(name, scope, token)
+    text = existing + separator + principal_block(name, scope, token, attributes)
     TokenTable.parse(text, path)  # raises AuthConfigError (a broken file): nothing written
     _write(path, text)
     return token
@@ -73,7 +118,7 @@ def rotate_principal(path: Path, name: str) -> str:
     _require(entries, name, path)
     token = new_token()
     digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
-    _rewrite(path, [TokenEntry(name=e.name, scope=e.scope, token_sha256=digest) if e.name == name else e
+    _rewrite(path, [e.model_copy(update={"token": None, "token_sha256": digest}) if e.name == name else e
                     for e in entries])  # fmt: skip
     return token
 
@@ -116,9 +161,9 @@ def _require(entries: list[TokenEntry], name: str, path: Path) -> None:
 def _rewrite(path: Path, entries: list[TokenEntry]) -> None:
     blocks = []
     for e in entries:
-        layers = ", ".join(json.dumps(layer) for layer in sorted(e.scope))
+        principal = e.principal()
         secret = f"token_sha256 = {json.dumps(e.token_sha256)}" if e.token_sha256 else f"token = {json.dumps(e.token)}"
-        blocks.append(f"[[principal]]\nname = {json.dumps(e.name)}\nscope = [{layers}]\n{secret}\n")
+        blocks.append(_block(e.name, principal.scope, principal.attributes, secret))
     text = "\n".join(blocks)
     TokenTable.parse(text, path)
     _write(path, text)
@@ -144,12 +189,15 @@ def register(subparsers: Any) -> None:
         "new",
         help="make a fresh token for one principal: print it once, append its hash to the tokens file",
         description="Print a fresh bearer token on stdout (once: it is stored nowhere) and append the "
-        "principal, its scope and the token's SHA-256 to the tokens file (mode 0600).",
+        "principal, its scope (and --attribute lists) and the token's SHA-256 to the tokens file (mode 0600).",
     )
     new.add_argument("--principal", required=True, metavar="NAME", help="the principal's name (unique in the file)")
     new.add_argument("--scope", required=True, metavar="LAYERS",
                      help='its layers, comma-separated; "" for global-only')  # fmt: skip
-    listing = actions.add_parser("list", help="the principals and their scopes (never a token)")
+    new.add_argument("--attribute", action="append", default=[], metavar="NAME=VALUES",
+                     help="a further named list a policy's rules read, e.g. repositories=acme/api,acme/web "
+                     "(repeatable; NAME= for an empty list)")  # fmt: skip
+    listing = actions.add_parser("list", help="the principals, their layers and named lists (never a token)")
     rotate = actions.add_parser("rotate", help="a fresh token for an existing principal, printed once")
     revoke = actions.add_parser("revoke", help="remove a principal and its token")
     for sub in (rotate, revoke):
@@ -177,7 +225,7 @@ def _act(args: argparse.Namespace, path: Path) -> int:
     action = args.tokens_action
     if action == "list":
         for entry in list_principals(path):
-            where = ", ".join(sorted(entry.scope)) or "(global-only)"
+            where = describe_lists(entry)
             stored = "sha256" if entry.token_sha256 else "plain token in the file"
             print(f"{entry.name}\t{where}\t{stored}")
         return 0
@@ -192,9 +240,11 @@ def _act(args: argparse.Namespace, path: Path) -> int:
               "the server to apply); the token above is shown only this once", file=sys.stderr)  # fmt: skip
         return 0
     scope = [layer.strip() for layer in args.scope.split(",") if layer.strip()]
-    token = add_principal(path, args.principal, scope)
+    attributes = parse_attributes(args.attribute)
+    token = add_principal(path, args.principal, scope, attributes)
     print(token)
     where = f"scope {', '.join(scope)}" if scope else "global-only scope"
+    where += "".join(f"; {attr}: {', '.join(values) or '(none)'}" for attr, values in attributes.items())
     print(
         f"[tokens] added principal {args.principal!r} ({where}) to {path}; the token above is shown only this once",
         file=sys.stderr,

@@ -6,7 +6,8 @@ everything the scope layer contributes to a request:
 * ``cypher``: the query rewritten by the passes of ``passes.PASSES`` so that
   every pattern only matches elements in the caller's layers (layer 1). It
   references ``$<policy.scope.scope_parameter>``;
-* ``params``: that parameter with the caller's layer ids, to be injected last;
+* ``params``: that parameter with the caller's layer ids, and ``__gw_attr_<name>`` with each
+  other attribute list the policy's rules read (``gateway/scope/rules.py``), injected last;
 * ``result_check``: the caller's scope for the sandbox's check of every
   returned element (layer 2, ``sandbox/scope_check.py``);
 * ``withhold_error_details``: whether Neo4j's error messages are reduced to
@@ -29,11 +30,13 @@ from pydantic import BaseModel, ConfigDict
 
 from gateway.cypher import ParsedQuery
 from gateway.errors import Neo4jRefused
-from gateway.policy import Policy, ToolName
+from gateway.policy import Policy, ToolName, VisibilityRule
 from gateway.scope.notifications import kept_notifications
 from gateway.scope.passes import PASSES, SCOPERS, run_passes
-from gateway.scope.predicates import Predicates
-from sandbox.wire import ScopeCheck
+from gateway.scope.predicates import GENERATED_PREFIX, Predicates
+from gateway.scope.rules import ToolRules
+from sandbox.scope_check import IDS_PARAMETER
+from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
 
 if TYPE_CHECKING:
     from gateway.domain import LayerSwitches, Principal
@@ -70,34 +73,74 @@ def plan(
     check_on = layers is None or layers.result_check
     settings = policy.scope
     hidden = sorted(policy.hidden_relationship_types(tool))
-    layer_ids = sorted(principal.scope)
+    rules = ToolRules.of(policy, tool)
     if not rewrite_on:
         cypher = query if isinstance(query, str) else query.text
     elif isinstance(query, str):
         raise TypeError("the scope rewrite works on a parsed query")
     else:
         predicates = Predicates(
-            settings.layers_property, settings.scope_parameter, tuple(hidden), settings.untagged == "global"
+            settings.layers_property, settings.scope_parameter, tuple(hidden), settings.untagged == "global", rules
         )
         cypher = run_passes(
             query, policy=policy, predicates=predicates, max_chars=policy.tool(tool).limits.max_rewritten_chars
         )
-    result_check = (
-        ScopeCheck(
-            layers_property=settings.layers_property,
-            layers=layer_ids,
-            hidden_relationship_types=hidden,
-            untagged=settings.untagged,
-        )
-        if check_on
-        else None
-    )
+    result_check = _result_check(policy, tool, principal, rules) if check_on else None
     return ScopePlan(
         cypher=cypher,
-        params={settings.scope_parameter: layer_ids},
+        params=rules.parameters(principal),
         result_check=result_check,
         withhold_error_details=rewrite_on,
         withhold_data_notifications=rewrite_on,
+    )
+
+
+def _element_rule(policy: Policy, rule: VisibilityRule, principal: Principal) -> ElementRule:
+    if rule.kind in ("membership", "equality"):
+        return ElementRule(
+            kind=rule.kind,
+            property=policy.scope.rule_property(rule),
+            values=sorted(principal.attribute(rule.attribute_name())),
+        )
+    return ElementRule(kind=rule.kind)
+
+
+def _result_check(policy: Policy, tool: ToolName, principal: Principal, rules: ToolRules) -> ScopeCheck:
+    """Layer 2's copy of the rules, the caller's attribute values filled in (docs/decisions/0018 §6)."""
+    settings = policy.scope
+    conditions: dict[str, list[ElementCondition]] = {}
+    for name, filters in rules.filters.items():
+        conditions[name] = [
+            ElementCondition(property=f.property, absent=True)
+            if f.absent
+            else ElementCondition(property=f.property, equals=f.equals)
+            for f in filters
+        ]
+    for label, pin in rules.pins.items():
+        conditions.setdefault(label, []).append(ElementCondition(property=pin.property, parameter=pin.parameter))
+    derived_nodes = derived_relationships = None
+    element, ids = f"{GENERATED_PREFIX}x", f"{GENERATED_PREFIX}id"
+    if any(r.kind == "derived" for r in settings.nodes.values()):
+        derived_nodes = (
+            f"UNWIND ${IDS_PARAMETER} AS {ids} MATCH ({element}) WHERE elementId({element}) = {ids} "
+            f"AND {rules.node(element)} RETURN elementId({element}) AS id"
+        )
+    if any(r.kind == "derived" for r in settings.relationships.values()):
+        derived_relationships = (
+            f"UNWIND ${IDS_PARAMETER} AS {ids} MATCH ()-[{element}]->() WHERE elementId({element}) = {ids} "
+            f"AND {rules.relationship(element)} RETURN elementId({element}) AS id"
+        )
+    return ScopeCheck(
+        layers_property=settings.layers_property,
+        layers=sorted(principal.scope),
+        hidden_relationship_types=sorted(policy.hidden_relationship_types(tool)),
+        untagged=settings.untagged,
+        default=_element_rule(policy, settings.default, principal),
+        nodes={label: _element_rule(policy, rule, principal) for label, rule in settings.nodes.items()},
+        relationships={t: _element_rule(policy, rule, principal) for t, rule in settings.relationships.items()},
+        conditions=conditions,
+        derived_nodes=derived_nodes,
+        derived_relationships=derived_relationships,
     )
 
 

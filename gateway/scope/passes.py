@@ -252,9 +252,22 @@ def _stated_labels(labels: ast.LabelExpression | None) -> frozenset[str]:
 
 
 def _stated_type(types: ast.LabelExpression | None) -> frozenset[str]:
-    """The type a relationship pattern states, when it states exactly one."""
-    stated = _stated_labels(types)
-    return stated if len(stated) == 1 else frozenset()
+    """The types a relationship pattern allows (``:A``, ``:A|B``); nothing when it does not list them."""
+    if types is None:
+        return frozenset()
+    names: list[str] = []
+    stack: list[ast.LabelNode] = [types.expression]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.LabelName):
+            names.append(node.name)
+        elif isinstance(node, ast.LabelBinary) and node.op == "|":
+            stack += [node.left, node.right]
+        elif isinstance(node, ast.LabelParen):
+            stack.append(node.operand)
+        else:
+            return frozenset()
+    return frozenset(names)
 
 
 def _flat(path: ast.Path) -> list[ast.PathElement]:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gateway.scope.rules import ToolRules
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Generated names all start with this prefix; the rewrite refuses queries that
@@ -51,17 +53,34 @@ class Predicates:
     hidden_types: tuple[str, ...]
     # The policy's scope.untagged: True only when it opted into "global" for a missing property.
     untagged_global: bool = False
+    # The policy's rules for this tool (gateway/scope/rules.py); None: membership on layers_property
+    # for every element, the reading of a policy that names no rules.
+    rules: ToolRules | None = None
 
     # The two entry points the rewrite uses (docs/decisions/0018): what a pattern states about the
     # element (labels, types; possibly nothing) lets a rule table pick the rules that apply.
 
     def node_visible(self, node: str, labels: frozenset[str] = frozenset()) -> str:
-        """``node`` (a variable or expression) is visible to the caller."""
-        return self.visible(node)
+        """``node`` (a variable or expression) is visible to the caller.
+
+        ``labels`` are labels the pattern says the node carries (it may carry more at run time);
+        the text holds every named label's rule it carries, whatever was stated.
+        """
+        if self.rules is None:
+            return self.visible(node)
+        return self.rules.node(node, labels)
 
     def relationship_visible(self, rel: str, types: frozenset[str] = frozenset()) -> str:
-        """``rel`` is visible and not of a hidden type (its endpoints are checked apart)."""
-        return self.visible_relationship(rel)
+        """``rel`` is visible and not of a hidden type (its endpoints are checked apart).
+
+        ``types`` are the types the pattern allows (``[:A|B]``); the relationship has one of them.
+        """
+        own = self.visible(rel) if self.rules is None else self.rules.relationship(rel, types)
+        own = f"({own})"
+        hidden = [t for t in self.hidden_types if not types or t in types]
+        if not hidden:
+            return own
+        return f"{own} AND NOT type({rel}) IN [{', '.join(string_literal(t) for t in hidden)}]"
 
     def visible(self, element: str) -> str:
         """``element`` (a variable or expression) is visible to the caller."""
@@ -78,11 +97,7 @@ class Predicates:
 
     def visible_relationship(self, rel: str) -> str:
         """The relationship itself is visible and not of a hidden type (endpoints are checked apart)."""
-        own = f"({self.visible(rel)})"
-        if not self.hidden_types:
-            return own
-        types = ", ".join(string_literal(t) for t in self.hidden_types)
-        return f"{own} AND NOT type({rel}) IN [{types}]"
+        return self.relationship_visible(rel)
 
     # The rest is written from the two entry points above, so every rule the policy states holds
     # wherever the rewrite checks an element.

@@ -195,6 +195,31 @@ def test_a_narrowed_request_names_the_scope_it_asked_for(tmp_path: Path) -> None
     assert (wider["requested_scope"], wider["rule"]) == (["l9"], "scope.wider")
 
 
+def test_every_line_names_the_principals_attribute_lists_capped(tmp_path: Path) -> None:
+    gateway, audit = _gateway(tmp_path, AnsweringRunner())
+    mentis = Principal(
+        name="m", scope=frozenset({"l1"}), attributes={"repositories": frozenset({"acme/web", "acme/api"})}
+    )
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, mentis)
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, ALICE)
+    crowded = Principal(name="c", attributes={
+        **{f"a{i}": frozenset() for i in range(MAX_PARAM_KEYS + 5)},
+        "zz": frozenset({"r" * 1_000, *(f"r{i}" for i in range(MAX_PARAM_KEYS + 5))}),
+    })  # fmt: skip
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, crowded)
+    first, second, third = audit.read()
+    assert (first["scope"], first["attributes"]) == (["l1"], {"repositories": ["acme/api", "acme/web"]})
+    assert second["attributes"] == {}
+    assert len(third["attributes"]) == MAX_PARAM_KEYS and "zz" not in third["attributes"]
+    capped = AuditEvent.begin(query_id="x", principal=crowded.model_copy(update={"attributes": {
+        "zz": crowded.attributes["zz"]}}), transport="direct", tool="analyze", cypher=None, param_keys=[])  # fmt: skip
+    assert capped.attributes is not None and len(capped.attributes["zz"]) == MAX_PARAM_KEYS
+    assert all(len(value) <= MAX_KEY_CHARS + 1 for value in capped.attributes["zz"])
+    refused = AuditEvent.refused(status=403, code="forbidden", reason="x", principal=mentis)
+    assert refused.attributes == {"repositories": ["acme/api", "acme/web"]}
+    assert AuditEvent.refused(status=401, code="unauthorized", reason="x", principal=None).attributes is None
+
+
 class SchemaRunner(RunnerStub):
     def answer(self, job: SandboxJob) -> SandboxResult:
         rows = [["Fact"], ["Task"]] if "labels(n)" in job.cypher else [["ABOUT"]] if "type(r)" in job.cypher else []

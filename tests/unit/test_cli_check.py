@@ -121,3 +121,10 @@ def test_a_missing_managed_password_names_the_state_directory_and_the_fixes(tmp_
     message = str(raised.value)
     assert str(tmp_path / "elsewhere") in message and "cypher-gateway neo4j start" in message
     assert "CYPHER_GATEWAY_STATE" in message and "NEO4J_PASSWORD" in message
+
+
+def test_check_takes_the_callers_named_lists_and_refuses_bad_ones() -> None:
+    assert run("check", "--attribute", "repositories=acme/api", stdin="RETURN 1 AS x").returncode == 0
+    for spec, words in [("repo-x=a", "not an identifier"), ("layers=a", "--scope"), ("repositories", "NAME=VALUE")]:
+        result = run("check", "--attribute", spec, stdin="RETURN 1 AS x")
+        assert result.returncode == 2 and words in result.stderr, (spec, result.stderr)

@@ -86,3 +86,51 @@ def test_invalid_password_value_is_not_echoed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(config)
     assert "neo4j_password" in str(info.value) and "hunter2-secret" not in str(info.value)
+
+
+def test_stdio_attributes_from_env_and_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.compose import stdio_principal
+
+    config = tmp_path / "gateway.toml"
+    config.write_text('stdio_scope = ["l1"]\n[stdio_attributes]\nrepositories = ["acme/api"]\ntenants = []\n')
+    principal = stdio_principal(load_settings(config))
+    assert principal.scope == {"l1"}
+    assert principal.attributes == {"repositories": frozenset({"acme/api"}), "tenants": frozenset()}
+    monkeypatch.setenv("GATEWAY_STDIO_ATTRIBUTES", "repositories=acme/api, acme/web;tenants=t1")
+    assert stdio_principal(load_settings()).attributes == {
+        "repositories": frozenset({"acme/api", "acme/web"}), "tenants": frozenset({"t1"})
+    }  # fmt: skip
+    monkeypatch.setenv("GATEWAY_STDIO_ATTRIBUTES", '{"repositories": ["acme/api"]}')
+    assert stdio_principal(load_settings()).attribute("repositories") == {"acme/api"}
+
+
+def test_oauth_attribute_claims_from_env_and_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text('oauth_attribute_claims = {repositories = "repos"}\n')
+    assert load_settings(config).oauth_attribute_claims == {"repositories": "repos"}
+    monkeypatch.setenv("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "repositories=repos, tenants=tenant_ids")
+    assert load_settings().oauth_attribute_claims == {"repositories": "repos", "tenants": "tenant_ids"}
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [
+        ("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "__gw_scope=groups", "reserved '__gw'"),
+        ("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "__gwx=groups", "reserved '__gw'"),
+        ("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "layers=groups", "oauth_layers_claim"),
+        ("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "repo-names=repos", "not an identifier"),
+        ("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "repositories=", "needs a claim name"),
+        ("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "repos", "not NAME=VALUE"),
+        ("GATEWAY_OAUTH_ATTRIBUTE_CLAIMS", "{not json", "not valid JSON"),
+        ("GATEWAY_STDIO_ATTRIBUTES", "layers=a", "stdio_scope"),
+        ("GATEWAY_STDIO_ATTRIBUTES", "__gw_attr_x=a", "reserved '__gw'"),
+        ("GATEWAY_STDIO_ATTRIBUTES", '{"repositories": "acme/api"}', "stdio_attributes"),
+    ],
+)
+def test_bad_attribute_settings_fail_at_load_with_their_name(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, words: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=variable.removeprefix("GATEWAY_").lower()) as info:
+        load_settings()
+    assert words in str(info.value)

@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from gateway.connection import Neo4jConnection
-from gateway.mnr.cases import Case, LayerPermit, Selector, Suite, SuiteError, discover, load_suite
+from gateway.mnr.cases import Case, LayerPermit, PrincipalSpec, Selector, Suite, SuiteError, discover, load_suite
 from gateway.mnr.match import FixtureElement, Matcher
 from gateway.mnr.report import junit_xml, summary, table
 from gateway.mnr.runner import CaseOutcome, MnrSession
 from gateway.mnr.seed import MEMORY_FIXTURE, statements
-from gateway.policy import load_policy
+from gateway.policy import POLICIES_DIR, load_policy
 from tests.support.paths import MNR_SUITES as MNR_DIR
 
 
@@ -92,8 +93,13 @@ def test_load_suite_names_the_file_and_the_problem(tmp_path: Path) -> None:
         load_suite(unknown_builtin)
 
 
+def _default_suite_files() -> list[Path]:
+    """The default policy's suites: the files directly in tests/mnr (a subdirectory holds another policy's)."""
+    return sorted(MNR_DIR.glob("*.mnr.yaml"))
+
+
 def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
-    files = discover([MNR_DIR])
+    files = _default_suite_files()
     suites = [load_suite(f) for f in files]
     total = sum(len(s.cases) for s in suites)
     assert total >= 60, total
@@ -109,8 +115,18 @@ def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
 
 
 def test_shipped_suites_declare_their_policy_and_describe_every_case() -> None:
-    suites = [load_suite(f) for f in discover([MNR_DIR])]
-    assert {s.policy for s in suites} == {load_policy().name}
+    assert {load_suite(f).policy for f in _default_suite_files()} == {load_policy().name}
+    # A subfolder holds another policy's suites beside that policy (policy.yaml); the shipped graphs'
+    # folders link the shipped policy of their name and use that graph's built-in fixture.
+    for shipped in ("mentis", "mindreader"):
+        own = MNR_DIR / shipped / "policy.yaml"
+        assert own.resolve() == (POLICIES_DIR / f"{shipped}.yaml").resolve(), own
+        suites = [load_suite(f) for f in discover([MNR_DIR / shipped])]
+        assert suites and all(s.policy == shipped and s.fixture == f"builtin:{shipped}" for s in suites)
+    for file in discover([MNR_DIR]):
+        if file.parent != MNR_DIR:
+            declared = yaml.safe_load((file.parent / "policy.yaml").read_text(encoding="utf-8"))["name"]
+            assert load_suite(file).policy == declared, file
     undescribed = [f"{s.name}::{c.id}" for s in suites for c in s.cases if not c.description.strip()]
     assert not undescribed, undescribed
 
@@ -286,3 +302,64 @@ def test_the_runner_refuses_an_unpermitted_guarding_switch_before_anything_runs(
     with MnrSession(connection=nowhere, runner=None, layer_permits=[permit]) as session:
         permitted = session.run_case(suite, suite.cases[0])
     assert permitted.failures[0].startswith("harness error")
+
+
+def test_a_principal_has_a_layers_list_and_named_attribute_lists() -> None:
+    plain = PrincipalSpec.model_validate({"name": "p", "scope": ["layer-a"]}).principal()
+    assert plain.scope == frozenset({"layer-a"}) and plain.attributes == {}
+    named = PrincipalSpec.model_validate(
+        {"name": "p", "scope": ["layer-a"], "attributes": {"repositories": ["acme/payments"]}}
+    ).principal()
+    assert named.scope == frozenset({"layer-a"})
+    assert named.attribute("repositories") == frozenset({"acme/payments"})
+    assert named.attribute("tenants") == frozenset()  # an attribute left out is empty, never everything
+    only_repositories = PrincipalSpec.model_validate({"name": "p", "attributes": {"repositories": ["x"]}})
+    assert only_repositories.principal().scope == frozenset()  # no layers: global-only under a membership rule
+    with pytest.raises(ValidationError):
+        PrincipalSpec.model_validate({"name": "p", "attributes": {"repositories": "acme/payments"}})
+
+
+# --- principals with named attribute lists -------------------------------------------------------
+
+
+def test_a_case_principal_may_carry_named_attribute_lists(tmp_path: Path) -> None:
+    path = tmp_path / "a.mnr.yaml"
+    path.write_text(
+        "policy: default\nfixture: builtin:memory\n"
+        "defaults: {tool: analyze, principal: {name: p, scope: [project-a]}}\ncases:\n"
+        "- {id: plain, query: RETURN 1, max_rows: 1}\n"
+        "- {id: repos, query: RETURN 1, max_rows: 1,\n"
+        "   principal: {name: m, attributes: {repositories: [acme/api], layers: [project-b]}}}\n"
+    )
+    suite = load_suite(path)
+    plain, repos = (suite.resolved(case).principal.principal() for case in suite.cases)
+    assert plain.scope == {"project-a"} and plain.attributes == {}
+    assert repos.scope == {"project-b"} and repos.attribute("repositories") == {"acme/api"}
+    assert repos.attribute("tenants") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("principal", "words"),
+    [
+        ("{name: m, scope: [a], attributes: {layers: [b]}}", "principal 'm': layers is given twice"),
+        ("{name: m, attributes: {repo-names: [r]}}", "not an identifier"),
+        ("{name: m, attributes: {__gw_attr_x: [r]}}", "reserved"),
+        ("{name: m, attributes: {repositories: acme}}", "attributes.repositories"),
+    ],
+)
+def test_a_bad_case_principal_names_the_file_the_principal_and_the_problem(
+    tmp_path: Path, principal: str, words: str
+) -> None:
+    path = tmp_path / "bad.mnr.yaml"
+    path.write_text(
+        f"policy: default\nfixture: builtin:memory\ndefaults: {{tool: analyze, principal: {principal}}}\n"
+        "cases: [{id: x, query: RETURN 1, max_rows: 1}]\n"
+    )
+    with pytest.raises(SuiteError, match=r"bad\.mnr\.yaml") as info:
+        load_suite(path)
+    assert words in str(info.value)
+
+
+def test_the_report_shows_a_principals_named_lists() -> None:
+    outcome = _outcome("repos", "passed").model_copy(update={"attributes": {"repositories": ["acme/api"]}})
+    assert "project-a; repositories=acme/api" in table([outcome])

@@ -103,3 +103,13 @@ def test_a_file_switching_the_guard_off_is_an_error_naming_file_case_and_flag(tm
     # With the flag the case goes on to the harness (here: the unreachable Neo4j).
     allowed = _run_cli([str(suite), "--allow-layers-off", f"{suite}::fetch-*"], env)
     assert allowed.returncode == 1 and "switches off" not in allowed.stdout and "harness error" in allowed.stdout
+
+
+def test_mnr_seed_names_an_unknown_fixture_and_the_known_ones_before_reaching_neo4j() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "mnr", "seed", "mentys"], capture_output=True, text=True, timeout=120,
+        env=clean_env(**NOWHERE),
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "no built-in fixture 'mentys' (known: memory, mentis, mindreader)" in proc.stderr
+    assert "cannot reach Neo4j" not in proc.stderr

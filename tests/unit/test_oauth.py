@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
-from gateway.auth import PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY, TokenEntry, TokenTable, ungranted_tool
+from gateway.auth import PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY, BearerAuth, TokenEntry, TokenTable, ungranted_tool
 from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
 from gateway.oauth import (
@@ -35,6 +35,7 @@ from gateway.oauth import (
     JwtVerifier,
     KeySet,
     OAuthConfigError,
+    ResourceServer,
     TokenRefused,
     identity,
     resource_server,
@@ -323,3 +324,71 @@ def test_the_tool_layer_refuses_an_ungranted_tool_even_past_the_middleware(tmp_p
     finally:
         uv.should_exit = True
         thread.join(timeout=10)
+
+
+def _attribute_server(issuer: Issuer) -> ResourceServer:
+    settings = GatewaySettings(
+        oauth_issuer=ISSUER, oauth_resource="http://127.0.0.1:1/mcp", oauth_jwks_url="http://127.0.0.1:1/certs",
+        oauth_attribute_claims={"repositories": "repos", "tenants": "tenant_ids"},
+    )  # fmt: skip
+    oauth = resource_server(settings, transport=httpx.MockTransport(lambda r: httpx.Response(200, json=issuer.jwks())))
+    assert oauth is not None
+    return oauth
+
+
+def test_attribute_claims_become_named_lists_and_a_missing_one_is_empty() -> None:
+    issuer = Issuer()
+    verifier = _attribute_server(issuer).verifier
+    aud = "http://127.0.0.1:1/mcp"
+    found = verifier.verify(issuer.token(aud, layers=["l1"], repos=["acme/api", "acme/web"])).principal
+    assert found.scope == {"l1"}
+    assert found.attribute("repositories") == {"acme/api", "acme/web"}
+    # No tenant_ids claim: an empty list (a rule reading tenants shows nothing), never everything.
+    assert found.attribute("tenants") == frozenset()
+    bare = verifier.verify(issuer.token(aud)).principal
+    assert bare.scope == frozenset() and bare.attributes == {"repositories": frozenset(), "tenants": frozenset()}
+
+
+@pytest.mark.parametrize(
+    ("repos", "reason"),
+    [
+        ("acme/api", "claim repos (repositories) is not a list of strings"),
+        ("acme/api acme/web", "claim repos (repositories) is not a list of strings"),
+        ([1], "claim repos (repositories) is not a list of strings"),
+        ({"acme": "api"}, "claim repos (repositories) is not a list of strings"),
+        (["acme/api", None], "claim repos (repositories) is not a list of strings"),
+        (["__gw_scope"], "claim repos holds a reserved or unusable value"),
+        ([""], "claim repos holds a reserved or unusable value"),
+        ([f"r{i}" for i in range(300)], "claim repos holds over 256 values"),
+    ],
+)
+def test_a_malformed_attribute_claim_is_401_invalid_token_with_its_reason(repos: Any, reason: str) -> None:
+    issuer = Issuer()
+    oauth = _attribute_server(issuer)
+    seen: list[Principal] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope[PRINCIPAL_SCOPE_KEY])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    auth = BearerAuth(app, None, max_body_bytes=100_000, oauth=oauth)
+
+    async def post(token: str) -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(auth), base_url="http://127.0.0.1:1") as client:
+            return await client.post("/mcp", json=INIT, headers={**HEADERS, "authorization": f"Bearer {token}"})
+
+    aud = "http://127.0.0.1:1/mcp"
+    refused = anyio.run(post, issuer.token(aud, repos=repos))
+    assert refused.status_code == 401
+    assert 'error="invalid_token"' in refused.headers["www-authenticate"]
+    assert reason in refused.json()["message"]
+    assert seen == []
+    accepted = anyio.run(post, issuer.token(aud, repos=["acme/api"]))
+    assert accepted.status_code == 200 and seen[0].attribute("repositories") == {"acme/api"}
+
+
+@pytest.mark.parametrize("name", ["__gw_scope", "__gwx", "layers", "repo-names"])
+def test_a_claim_mapping_refuses_reserved_or_unusable_attribute_names(name: str) -> None:
+    with pytest.raises(OAuthConfigError, match="oauth_attribute_claims"):
+        ClaimMapping(attribute_claims={name: "groups"})

@@ -59,6 +59,7 @@ def test_rows_dropped_by_the_result_check_leave_no_gap_in_the_tokens() -> None:
 
     class Backend:
         warm_error = None
+        derived_visible: frozenset[str] = frozenset()
 
         def run(self, job: SandboxJob) -> SandboxResult:
             rows = [[node("n1", [])], [node("n2", ["hidden"]), node("n3", ["hidden"])], [node("n4", [])]]

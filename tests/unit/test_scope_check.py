@@ -115,4 +115,4 @@ def test_scope_check_imports_only_stdlib_pydantic_and_the_wire() -> None:
         for n in pyast.walk(tree) if isinstance(n, pyast.Import | pyast.ImportFrom)
         for a in n.names
     }  # fmt: skip
-    assert imported <= {"__future__", "typing", "sandbox.wire"}, imported
+    assert imported <= {"__future__", "collections.abc", "typing", "sandbox.wire"}, imported

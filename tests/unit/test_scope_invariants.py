@@ -25,6 +25,7 @@ from gateway.errors import QueryRejected
 from gateway.policy import load_policy
 from gateway.scope.passes import bound_before, needs_path_predicate
 from gateway.scope.predicates import Predicates, quote_name
+from gateway.scope.rules import ToolRules
 from tests.support.corpus import load_corpus
 from tests.support.shapes import ADVERSARIAL_WHERE
 
@@ -43,7 +44,13 @@ def corpus_reads() -> list[str]:
 def _predicates() -> Predicates:
     settings = POLICY.scope
     hidden = tuple(sorted(POLICY.hidden_relationship_types("analyze")))
-    return Predicates(settings.layers_property, settings.scope_parameter, hidden, settings.untagged == "global")
+    return Predicates(
+        settings.layers_property,
+        settings.scope_parameter,
+        hidden,
+        settings.untagged == "global",
+        ToolRules.of(POLICY, "analyze"),
+    )
 
 
 def _root_conjuncts(parsed: ParsedQuery, where: ast.Expr | None) -> set[str]:
@@ -58,6 +65,18 @@ def _root_conjuncts(parsed: ParsedQuery, where: ast.Expr | None) -> set[str]:
     return out
 
 
+def _bare(text: str) -> str:
+    """``text`` without parentheses around the whole of it (as a root conjunct is compared)."""
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for index, char in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and index < len(text) - 1:
+                return text
+        text = text[1:-1]
+    return text
+
+
 def _flat(path: ast.Path) -> list[ast.PathElement]:
     out: list[ast.PathElement] = []
     for element in path.elements:
@@ -69,15 +88,16 @@ def _flat(path: ast.Path) -> list[ast.PathElement]:
 
 
 def _stated(labels: ast.LabelExpression | None, *, one: bool = False) -> frozenset[str]:
-    # Only a conjunction of names states labels every match carries.
+    # Labels: only a conjunction of names states labels every match carries; types (``one``): the
+    # alternatives a pattern allows.
+    operator = "|" if one else "&"
     if labels is None or not all(
         isinstance(n, ast.LabelExpression | ast.LabelName | ast.LabelParen)
-        or (isinstance(n, ast.LabelBinary) and n.op == "&")
+        or (isinstance(n, ast.LabelBinary) and n.op == operator)
         for n in labels.walk()
     ):
         return frozenset()
-    names = frozenset(labels.names())
-    return names if not one or len(names) == 1 else frozenset()
+    return frozenset(labels.names())
 
 
 def _assert_elements(
@@ -97,7 +117,9 @@ def _assert_elements(
             expected = predicates.node_visible(quote_name(name), _stated(element.labels))
         else:
             expected = predicates.relationship_visible(quote_name(name), _stated(element.types, one=True))
-        assert expected in conjuncts, f"{name} is not checked at the root of {parsed.source(where) if where else ''!r}"
+        assert _bare(expected) in conjuncts, (
+            f"{name} is not checked at the root of {parsed.source(where) if where else ''!r}"
+        )
 
 
 def _assert_owner(
@@ -109,7 +131,9 @@ def _assert_owner(
             assert variable is not None, f"a path checked as a whole needs a variable: {parsed.source(path)!r}"
             name = quote_name(variable.name)
             expected = {predicates.visible_path(name, has_relationships=has) for has in (True, False)}
-            assert expected & _root_conjuncts(parsed, where), f"path {variable.name} is not checked at the root"
+            assert {_bare(e) for e in expected} & _root_conjuncts(parsed, where), (
+                f"path {variable.name} is not checked at the root"
+            )
         else:
             _assert_elements(parsed, path, where, outer, predicates)
 

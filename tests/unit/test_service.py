@@ -171,6 +171,17 @@ def test_a_disabled_answer_carries_its_reason() -> None:
     assert unset.run("analyze", COUNT, {}, ALICE).degradedReason == unset.disabled_reason
 
 
+def test_a_standing_problem_is_said_by_every_answer() -> None:
+    # serve's look at the graph found the policy's scope property nowhere: said from the first answer on.
+    runner = Recording({"columns": ["c"], "rows": [[0]], "row_count": 1})
+    reason = "the policy's scope property 'layers' occurs on no node or relationship"
+    gateway = Gateway(POLICY, runner, standing_degraded=["scope:property-missing"], standing_reason=reason)
+    for _ in range(2):
+        answered = gateway.run("analyze", COUNT, {}, ALICE)
+        assert answered.degraded == ["scope:property-missing"] and answered.degradedReason == reason
+    assert Gateway(POLICY, runner).run("analyze", COUNT, {}, ALICE).degraded == []
+
+
 def test_the_answer_is_fitted_to_the_policy_bytes() -> None:
     limit = POLICY.tool("analyze").limits.max_bytes
     rows = [["\U0001f600" * 1000] for _ in range(100)]  # 400 KB of UTF-8, under the sandbox's byte limit

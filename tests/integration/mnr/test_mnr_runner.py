@@ -77,6 +77,24 @@ def test_the_same_case_passes_with_every_layer_on(tmp_path: Path, session: MnrSe
     assert outcome.status == "passed", outcome.message()
 
 
+def test_a_principal_with_named_lists_runs_as_written(tmp_path: Path, session: MnrSession) -> None:
+    # layers written among the named lists is the scope: project-a's fact comes back, project-b's does not.
+    suite = _suite(
+        tmp_path,
+        """\
+        - id: named
+          principal: {name: agent-m, attributes: {layers: [project-a], repositories: [acme/api]}}
+          query: MATCH (f:MnrFixture:Fact) RETURN f
+          must_not_retrieve: [{uid: fact-b-1}]
+          must_retrieve: [{uid: fact-a-1}]
+        """,
+    )
+    outcome = _only(session.run_suite(suite))
+    assert outcome.status == "passed", outcome.message()
+    assert (outcome.principal, outcome.scope, outcome.attributes) == (
+        "agent-m", ["project-a"], {"repositories": ["acme/api"]})  # fmt: skip
+
+
 def test_layer_two_alone_redacts_and_a_case_not_expecting_it_fails(
     tmp_path: Path, neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner
 ) -> None:

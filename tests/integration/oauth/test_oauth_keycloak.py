@@ -88,6 +88,8 @@ def served(
         neo4j_connection, sandbox_image, audit, GATEWAY_OAUTH_ISSUER=issuer, GATEWAY_OAUTH_RESOURCE=RESOURCE,
         GATEWAY_OAUTH_JWKS_URL=f"{issuer}/protocol/openid-connect/certs", GATEWAY_OAUTH_NAME_CLAIM="azp",
         GATEWAY_OAUTH_LEEWAY_SECONDS="1",
+        # A named list from a claim the realm's tokens carry (or lack: agent-nolayers).
+        GATEWAY_OAUTH_ATTRIBUTE_CLAIMS="teams=layers",
     )  # fmt: skip
     log = workdir / "server.log"
     with labelled_graph(neo4j_driver, label, seed):
@@ -119,8 +121,12 @@ def test_each_principal_sees_only_the_layers_its_token_carries(served: Served) -
     # agent-b holds analyze only: its recall call is a 403 insufficient_scope, which the client raises.
     with pytest.raises(BaseException):  # noqa: B017 - an ExceptionGroup around the HTTP 403
         _count(b, served.label, "recall")
-    names = [line["principal"] for line in AuditLog(served.audit).read()]
-    assert names[:3] == ["oauth:agent-a", "oauth:agent-b", "oauth:agent-nolayers"]
+    lines = AuditLog(served.audit).read()
+    assert [line["principal"] for line in lines[:3]] == ["oauth:agent-a", "oauth:agent-b", "oauth:agent-nolayers"]
+    # The claim became a named list; a token without it got an empty one, never everything.
+    assert [line["attributes"] for line in lines[:3]] == [
+        {"teams": ["team-a"]}, {"teams": ["shared", "team-b"]}, {"teams": []}
+    ]  # fmt: skip
     for token in (a, b, none):
         assert token not in served.audit.read_text() and token not in served.log.read_text()
 

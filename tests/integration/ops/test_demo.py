@@ -43,11 +43,18 @@ def test_demo_runs_every_step_as_expected(
     assert "fact-a-1" in wide and "fact-b-1" in wide
     assert "fact-r-1" not in narrow + wide and "fact-bad-1" not in narrow + wide
     assert "degraded=['analyze:disabled'] rows=[]" in out and "is not present" in out
+    # The graphs users run, each under its own policy (they need the rule kinds of decision 0018).
+    recall = _section(out, "Mentis recall of acme/payments PAY-101")
+    assert "a1c0ffee-0002" in recall and "no check: unverified" in recall and "b2dead00" not in recall
+    assert "a1c0ffee-0004" not in _section(out, "Mentis recall that mentions")
+    empty = _section(out, "Mindreader entities with an empty scope")
+    assert "London (Place)" in empty and "Paris (Place)" in empty
+    assert "Ada Lovelace" not in empty and "Untagged Ghost" not in empty
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert {(a["tool"], a["decision"]) for a in audit} >= {
         ("recall", "answered"), ("analyze", "rejected"), ("analyze", "degraded"),
     }  # fmt: skip
-    assert {a["principal"] for a in audit} == {"agent-a", "agent-ab"}
+    assert {a["principal"] for a in audit} == {"agent-a", "agent-ab", "mentis-agent", "nobody"}
     assert neo4j_connection.password.get_secret_value() not in (tmp_path / "audit.jsonl").read_text()
 
 

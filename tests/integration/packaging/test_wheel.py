@@ -119,6 +119,7 @@ def test_the_wheel_ships_the_repositorys_policies_and_image_files(wheel: Path) -
             assert inside in names, f"{inside} is not in the wheel"
             assert archive.read(inside) == path.read_bytes(), f"{inside} differs from {path.relative_to(REPO)}"
         assert "gateway/mnr/fixtures/memory.cypher" in names
+        assert {"gateway/mnr/fixtures/mentis.cypher", "gateway/mnr/fixtures/mindreader.cypher"} <= names
     # Nothing lands in site-packages under a name of its own (docker/ there is the Docker SDK).
     top_level = {name.split("/", 1)[0] for name in names}
     assert {name for name in top_level if not name.endswith(".dist-info")} == {"gateway", "sandbox"}
@@ -166,6 +167,9 @@ def test_from_nothing_to_an_answer_outside_the_checkout(installed: Installed) ->
     # The path the docs show names the shipped copy when no checkout is around.
     shown = installed.run("policy", "show", "policies/default.yaml")
     assert "Policy 'default'" in shown.stdout and "using the shipped policy 'default'" in shown.stderr
+    # A starting policy for one's own graph, from the installed templates.
+    started_policy = installed.run("policy", "init", "--template", "mindreader", "--scope-property", "layer_ids")
+    assert "layers_property: layer_ids" in started_policy.stdout and "name: mindreader" in started_policy.stdout
 
     built = json.loads(installed.run("images", "build").stdout)
     # Same sources, same content hashes: the installed copies are the checkout's files.

@@ -26,9 +26,8 @@ from tests.support.tck import named_graph, scenarios
 
 POLICY = load_policy()
 ANYONE = Principal(name="invariant")
-# Reads the rewrite refuses on purpose, by scenario: each a decision, not a difference.
-# (An unknown function, "Return2 [18] Fail on projecting a non-existent function", is now refused
-# by the guard first: it has no reviewed cost model.)
+# Reads the rewrite refuses on purpose, by scenario: each a decision, not a difference. (A
+# non-existent function is refused by the guard first, as function.unreviewed.)
 TCK_REFUSED: dict[str, str] = {}
 
 

@@ -6,7 +6,6 @@ answer says ``degraded: ["scope:redacted"]``. Through ``gateway.service.Gateway`
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
+from tests.support.graph import labelled_graph, unique_label
 
 POLICY = load_policy()
 ALICE = Principal(name="alice", scope=frozenset({"project-a"}))
@@ -24,17 +24,15 @@ ALICE = Principal(name="alice", scope=frozenset({"project-a"}))
 @pytest.fixture(scope="module")
 def label(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[str]:
     """g global ([]), a project-a, b project-b, m malformed (a string); a -> b, g -> a, a SUPERSEDES g."""
-    name = f"ScopeL2{uuid.uuid4().hex[:8]}"
-    with neo4j_driver.session(database=neo4j_connection.database) as session:
-        session.run(
-            f"CREATE (g:{name} {{name: 'g', layers: []}}), (a:{name} {{name: 'a', layers: ['project-a']}}), "
-            f"(b:{name} {{name: 'b', layers: ['project-b']}}), (:{name} {{name: 'm', layers: 'project-a'}}), "
-            "(g)-[:LINK {name: 'g-a', layers: []}]->(a), (a)-[:LINK {name: 'a-b', layers: []}]->(b), "
-            "(a)-[:SUPERSEDES {name: 'a-g', layers: []}]->(g)"
-        ).consume()
-    yield name
-    with neo4j_driver.session(database=neo4j_connection.database) as session:
-        session.run(f"MATCH (n:{name}) DETACH DELETE n").consume()
+    name = unique_label("ScopeL2")
+    seed = (
+        f"CREATE (g:{name} {{name: 'g', layers: []}}), (a:{name} {{name: 'a', layers: ['project-a']}}), "
+        f"(b:{name} {{name: 'b', layers: ['project-b']}}), (:{name} {{name: 'm', layers: 'project-a'}}), "
+        "(g)-[:LINK {name: 'g-a', layers: []}]->(a), (a)-[:LINK {name: 'a-b', layers: []}]->(b), "
+        "(a)-[:SUPERSEDES {name: 'a-g', layers: []}]->(g)"
+    )
+    with labelled_graph(neo4j_driver, name, [seed], database=neo4j_connection.database):
+        yield name
 
 
 def gateway(runner: SandboxRunner, **switches: bool) -> Gateway:

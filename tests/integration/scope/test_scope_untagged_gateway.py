@@ -8,7 +8,6 @@ Global is said explicitly, by an empty list.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.scope.predicates import Predicates
 from gateway.service import Gateway
+from tests.support.graph import labelled_graph, unique_label
 
 pytestmark = pytest.mark.neo4j2026
 
@@ -30,16 +30,14 @@ SCOPED = Principal(name="scoped", scope=frozenset({"secret"}))
 @pytest.fixture(scope="module")
 def untagged(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[str]:
     """A graph with no scope property anywhere, plus malformed values and one explicit global node."""
-    name = f"Untagged{uuid.uuid4().hex[:8]}"
-    with neo4j_driver.session(database=neo4j_connection.database) as session:
-        session.run(
-            f"CREATE (s:{name} {{name: 'secret-task'}}), (a:{name} {{name: 'attempt'}}), "
-            f"(:{name} {{name: 'as-string', layers: 'secret'}}), (:{name} {{name: 'ints', layers: [1, 2]}}), "
-            f"(g:{name} {{name: 'global', layers: []}}), (s)-[:HAS_ATTEMPT]->(a), (g)-[:LINK]->(s)"
-        ).consume()
-    yield name
-    with neo4j_driver.session(database=neo4j_connection.database) as session:
-        session.run(f"MATCH (n:{name}) DETACH DELETE n").consume()
+    name = unique_label("Untagged")
+    seed = (
+        f"CREATE (s:{name} {{name: 'secret-task'}}), (a:{name} {{name: 'attempt'}}), "
+        f"(:{name} {{name: 'as-string', layers: 'secret'}}), (:{name} {{name: 'ints', layers: [1, 2]}}), "
+        f"(g:{name} {{name: 'global', layers: []}}), (s)-[:HAS_ATTEMPT]->(a), (g)-[:LINK]->(s)"
+    )
+    with labelled_graph(neo4j_driver, name, [seed], database=neo4j_connection.database):
+        yield name
 
 
 @pytest.mark.parametrize("principal", [NOBODY, SCOPED], ids=["empty-scope", "scoped"])

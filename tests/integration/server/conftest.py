@@ -44,13 +44,14 @@ def http_server(
     neo4j_connection: Neo4jConnection, sandbox_image: str, seeded_graph: SeededGraph,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[HttpServer]:  # fmt: skip
-    """A real ``serve --transport http`` process with two principals in a tokens file."""
+    """A real ``serve --transport http`` process with two principals in a tokens file (one with a named list)."""
     workdir = tmp_path_factory.mktemp("http-server")
     tokens = {"agent-in-scope": uuid.uuid4().hex + uuid.uuid4().hex, "agent-no-scope": uuid.uuid4().hex * 2}
     (workdir / "tokens.toml").write_text(
         f'[[principal]]\nname = "agent-in-scope"\nscope = ["{seeded_graph.layer}"]\n'
         f'token = "{tokens["agent-in-scope"]}"\n\n'
-        f'[[principal]]\nname = "agent-no-scope"\nscope = []\ntoken = "{tokens["agent-no-scope"]}"\n',
+        f'[[principal]]\nname = "agent-no-scope"\nscope = []\ntoken = "{tokens["agent-no-scope"]}"\n'
+        '[principal.attributes]\nrepositories = ["acme/api"]\n',
         encoding="utf-8",
     )
     audit_path = workdir / "audit.jsonl"

@@ -105,6 +105,7 @@ def test_http_session_answers_a_reviewer(
         ("agent-in-scope", "analyze", "rejected", [seeded_graph.layer]),
         ("agent-no-scope", "analyze", "answered", []),
     ]
+    assert [c["attributes"] for c in calls] == [{}, {}, {}, {"repositories": ["acme/api"]}]
     sha = _policy_sha256(audit_path)
     for line in lines:
         assert (line["policy"], line["policy_sha256"]) == ("default", sha)
@@ -150,7 +151,8 @@ def test_stdio_session_answers_a_reviewer(
 ) -> None:
     audit_path = tmp_path / "audit.jsonl"
     env = server_env(neo4j_connection, sandbox_image, audit_path, GATEWAY_STDIO_SCOPE=seeded_graph.layer,
-                     GATEWAY_STDIO_PRINCIPAL="stdio-agent")  # fmt: skip
+                     GATEWAY_STDIO_PRINCIPAL="stdio-agent",
+                     GATEWAY_STDIO_ATTRIBUTES="repositories=acme/api,acme/web;tenants=")  # fmt: skip
     stderr_path = tmp_path / "stderr.log"
     huge_key = "k" * 1_000_000
 
@@ -177,6 +179,7 @@ def test_stdio_session_answers_a_reviewer(
     for line in lines:
         assert (line["principal"], line["scope"], line["transport"], line["client"]) == (
             "stdio-agent", [seeded_graph.layer], "stdio", None)  # fmt: skip
+        assert line["attributes"] == {"repositories": ["acme/api", "acme/web"], "tenants": []}
         assert (line["policy"], line["policy_sha256"]) == ("default", sha)
     assert lines[2]["param_count"] == 1 and len(lines[2]["param_keys"][0]) == MAX_KEY_CHARS + 1
     assert audit_path.stat().st_size < 20_000  # a million-character key did not land in the log

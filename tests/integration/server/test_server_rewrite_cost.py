@@ -42,14 +42,20 @@ def test_the_rewrite_stays_small_and_every_failure_is_typed(
     label = seeded_graph.label
     audit_path = tmp_path / "audit.jsonl"
     env = server_env(neo4j_connection, sandbox_image, audit_path, GATEWAY_STDIO_SCOPE=seeded_graph.layer)
-    products = {  # k patterns x m conditions, as reported, and one at the policy's size limit
-        "reported": "MATCH " + ",".join(["()"] * 800) + " WHERE " + " AND ".join(["-1"] * 500) + " RETURN 1",
-        "largest": "MATCH " + ",".join(["()"] * 1500) + " WHERE " + " AND ".join(["-1"] * 780) + " RETURN 1",
-        "allowed": "MATCH " + ",".join(["()"] * 100) + " WHERE " + " AND ".join(["1 / $x = 1"] * 400) + " RETURN 1",
+    # k patterns x m conditions, as reported (k = 800), and at the policy's size limit; m is held to
+    # the policy's operands per boolean chain (a longer chain is refused as size.operands first).
+    operands = LIMITS.max_boolean_operands
+    products = {
+        "reported": "MATCH " + ",".join(["()"] * 800) + " WHERE " + " AND ".join(["-1"] * operands) + " RETURN 1",
+        "largest": "MATCH " + ",".join(["()"] * 1500) + " WHERE " + " AND ".join(["-1"] * operands) + " RETURN 1",
+        "allowed": "MATCH "
+        + ",".join(["()"] * 100)
+        + " WHERE "
+        + " AND ".join(["1 / $x = 1"] * operands)
+        + " RETURN 1",
     }
-    # Run, a shorter chain: Neo4j's own planner needs seconds for 800 ORs (3 s measured here), the
-    # agent's own cost, bounded by the policy's timeout; the rewrite is not what it measures.
-    ors = f"MATCH (n:{label}) WHERE " + " OR ".join(["n.i = 3"] * 300) + " RETURN n.i AS i"
+    # Run, the longest chain the policy allows (Neo4j's own planner needs seconds for 800 ORs).
+    ors = f"MATCH (n:{label}) WHERE " + " OR ".join(["n.i = 3"] * operands) + " RETURN n.i AS i"
     calls: list[tuple[str, dict[str, Any]]] = [
         *[("check", {"cypher": q, "tool": "analyze", "params": {"x": 1}}) for q in products.values()],
         ("check", {"cypher": "MATCH (n) WHERE " + " OR ".join(["n"] * 1900) + " RETURN n", "tool": "analyze"}),
@@ -75,8 +81,9 @@ def test_the_rewrite_stays_small_and_every_failure_is_typed(
     assert (reported["allowed"], reported["rule"]) == (False, "scope.too_large")
     assert (largest["allowed"], largest["rule"]) == (False, "scope.too_large")
     assert allowed["allowed"] is True and len(allowed["rewritten"]) < 300 * 100 + 2 * len(products["allowed"])
-    # The flat chains: a typed answer, not the SDK's "Error executing tool".
-    assert or_chain["allowed"] is True and xor_chain["allowed"] is True
+    # The flat chains: a typed answer at once (once a RecursionError), now the operand bound's.
+    assert (or_chain["allowed"], or_chain["rule"]) == (False, "size.operands")
+    assert (xor_chain["allowed"], xor_chain["rule"]) == (False, "size.operands")
     assert ran.get("rows") == [[3]] and ran["degraded"] == [], ran
     assert refused["error"]["code"] == "rejected" and refused["error"]["rule"] == "scope.too_large"
     lines = AuditLog(audit_path).read()
@@ -84,8 +91,8 @@ def test_the_rewrite_stays_small_and_every_failure_is_typed(
         ("check", "rejected", "scope.too_large"),
         ("check", "rejected", "scope.too_large"),
         ("check", "allowed", None),
-        ("check", "allowed", None),
-        ("check", "allowed", None),
+        ("check", "rejected", "size.operands"),
+        ("check", "rejected", "size.operands"),
         ("analyze", "answered", None),
         ("analyze", "rejected", "scope.too_large"),
     ]

@@ -1,0 +1,251 @@
+"""The policy's visibility rules under one tool, compiled to Cypher text (docs/decisions/0018).
+
+``ToolRules.of(policy, tool)`` resolves, once per request, what each label and relationship
+type needs: its rule (``scope.nodes`` / ``scope.relationships``, else ``scope.default``), the
+tool's filters and the tool's pins. ``node(var, labels)`` and ``relationship(var, types)``
+return the text ``Predicates.node_visible`` / ``relationship_visible`` hand to the rewrite.
+
+A node is visible when every named label it carries holds its rule, filters and pins, and the
+default rule when it carries none of the named labels. What the pattern states (``labels``)
+only simplifies: a stated label's condition is written without its label test, the others
+stay guarded by one (``NOT x:L OR …``), so a node with an extra label at run time is held to
+that label's rule too. An extra label never widens.
+
+No text here can raise on any stored value: every property is read inside ``CASE`` (0005) or
+compared with ``=`` under ``coalesce``. Derived rules become ``EXISTS { MATCH <path> WHERE
+<anchor visible> }``; inside an anchor, a derived label the anchor's pattern does not state
+hides the node rather than recursing again, so the text is bounded by the (acyclic, checked
+by the policy) chain of declared anchors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gateway.cypher import ast, parse
+from gateway.policy import (
+    DEFAULT_ATTRIBUTE,
+    DERIVED_ANCHOR,
+    DERIVED_ELEMENT,
+    Pin,
+    Policy,
+    ScopeFilter,
+    ScopeSettings,
+    ToolName,
+    VisibilityRule,
+    attribute_parameter,
+)
+
+if TYPE_CHECKING:
+    from gateway.domain import Principal
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PREFIX = "__gw_"  # predicates.GENERATED_PREFIX (not imported: predicates imports this module)
+# Anchors within anchors: the policy refuses cycles, this bounds the text whatever it holds.
+MAX_DERIVED_DEPTH = 8
+TRUE, FALSE = "true", "false"
+
+
+def quote(name: str) -> str:
+    if _IDENTIFIER.fullmatch(name):
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def literal(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _and(parts: list[str]) -> str:
+    parts = [p for p in parts if p != TRUE]
+    if FALSE in parts:
+        return FALSE
+    if not parts:
+        return TRUE
+    return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class _Derived:
+    """A derived path with ``x`` and ``anchor`` cut out, so each use renames them."""
+
+    text: str
+    spans: tuple[tuple[int, int, str], ...]  # (start, end, "x" | "anchor") in ``text``
+    anchor_labels: frozenset[str]
+
+    @classmethod
+    def of(cls, path: str) -> _Derived:
+        prefix = "MATCH "
+        parsed = parse(prefix + path + " RETURN 1", max_chars=2_000, max_depth=32)
+        (match,) = parsed.find_all(ast.Match)
+        elements = match.patterns[0].path.elements
+        spans: list[tuple[int, int, str]] = []
+        labels: frozenset[str] = frozenset()
+        for element in elements:
+            assert isinstance(element, ast.NodePattern | ast.RelPattern)  # the policy checked it
+            if element.variable is not None:
+                spans.append((element.variable.start, element.variable.end, element.variable.name))
+                if element.variable.name == DERIVED_ANCHOR and isinstance(element, ast.NodePattern):
+                    labels = frozenset(element.labels.names() if element.labels else ())
+        text = parsed.text[match.patterns[0].start : match.patterns[0].end]
+        offset = match.patterns[0].start
+        return cls(text, tuple((s - offset, e - offset, n) for s, e, n in spans), labels)
+
+    def renamed(self, element: str, anchor: str) -> str:
+        out, last = [], 0
+        for start, end, name in self.spans:
+            out += [self.text[last:start], element if name == DERIVED_ELEMENT else anchor]
+            last = end
+        return "".join(out) + self.text[last:]
+
+
+@dataclass(frozen=True)
+class ToolRules:
+    """One policy's visibility rules as one tool applies them."""
+
+    scope: ScopeSettings
+    scope_parameter: str
+    pins: Mapping[str, Pin] = field(default_factory=dict)
+    # Label or type -> the filters of this tool.
+    filters: Mapping[str, tuple[ScopeFilter, ...]] = field(default_factory=dict)
+    derived: Mapping[str, _Derived] = field(default_factory=dict)  # rule path text -> parsed
+
+    @classmethod
+    def of(cls, policy: Policy, tool: ToolName) -> ToolRules:
+        settings = policy.scope
+        filters = {
+            name: kept
+            for name, all_filters in settings.filters.items()
+            if (kept := tuple(f for f in all_filters if tool in f.tools))
+        }
+        paths = [r.path for r in (*settings.nodes.values(), *settings.relationships.values()) if r.kind == "derived"]
+        derived = {path: _Derived.of(path) for path in paths if path}
+        return cls(settings, settings.scope_parameter, dict(policy.tool(tool).pins), filters, derived)
+
+    @property
+    def untagged_global(self) -> bool:
+        return self.scope.untagged == "global"
+
+    def parameter(self, attribute: str) -> str:
+        return self.scope_parameter if attribute == DEFAULT_ATTRIBUTE else attribute_parameter(attribute)
+
+    def parameters(self, principal: Principal) -> dict[str, list[str]]:
+        """Every reserved parameter the rules read, filled from ``principal``'s attribute lists."""
+        names = {DEFAULT_ATTRIBUTE} | {
+            r.attribute_name()
+            for r in (self.scope.default, *self.scope.nodes.values(), *self.scope.relationships.values())
+            if r.kind in ("membership", "equality")
+        }
+        return {self.parameter(name): sorted(principal.attribute(name)) for name in sorted(names)}
+
+    # ---- nodes ---------------------------------------------------------------------------
+
+    def node(self, var: str, labels: frozenset[str] = frozenset(), depth: int = 0) -> str:
+        """``var`` (a variable or expression) is a visible node; ``labels`` it surely carries."""
+        conditioned = sorted(set(self.scope.nodes) | set(self.filters) | set(self.pins))
+        named = set(self.scope.nodes)
+        if conditioned and not _IDENTIFIER.fullmatch(var):
+            # Label tests and EXISTS want a name; an expression (startNode(r)) is bound to one.
+            bound = f"{_PREFIX}e{depth}"
+            return f"any({bound} IN [{var}] WHERE {self.node(bound, labels, depth)})"
+        parts: list[str] = []
+        for label in conditioned:
+            stated = label in labels
+            condition = self._label(var, label, depth, stated=stated)
+            if stated or condition == TRUE:
+                parts.append(condition)
+            elif condition == FALSE:
+                parts.append(f"NOT {var}:{quote(label)}")
+            else:
+                parts.append(f"(NOT {var}:{quote(label)} OR {condition})")
+        if not labels & named:
+            default = self._rule(var, self.scope.default, depth)
+            if named and default != TRUE:
+                tests = " OR ".join(f"{var}:{quote(label)}" for label in sorted(named))
+                default = f"({tests})" if default == FALSE else f"({tests} OR {default})"
+            parts.insert(0, default)
+        return _and(parts)
+
+    def _label(self, var: str, label: str, depth: int, *, stated: bool) -> str:
+        parts: list[str] = []
+        rule = self.scope.nodes.get(label)
+        if rule is not None:
+            if rule.kind == "derived" and depth > 0 and not stated:
+                # An anchor carrying a derived label its path does not state: hidden, not recursed.
+                parts.append(FALSE)
+            else:
+                parts.append(self._rule(var, rule, depth))
+        parts += [self._filter(var, f) for f in self.filters.get(label, ())]
+        pin = self.pins.get(label)
+        if pin is not None:
+            parts.append(f"coalesce({var}.{quote(pin.property)} = ${quote(pin.parameter)}, false)")
+        return _and(parts)
+
+    # ---- relationships ---------------------------------------------------------------------
+
+    def relationship(self, var: str, types: frozenset[str] = frozenset(), depth: int = 0) -> str:
+        """``var`` is a relationship whose own rule and filters hold (hidden types and endpoints apart)."""
+        # Filters share one namespace of labels and types: a name the policy rules as a label is one.
+        named = sorted(set(self.scope.relationships) | (set(self.filters) - set(self.scope.nodes)))
+        if named and not _IDENTIFIER.fullmatch(var):
+            bound = f"{_PREFIX}e{depth}"
+            return f"any({bound} IN [{var}] WHERE {self.relationship(bound, types, depth)})"
+        if len(types) == 1:
+            return self._type(var, next(iter(types)), depth)
+        if types:
+            cases, otherwise = sorted(types), FALSE  # it has one of the stated types
+        else:
+            cases, otherwise = named, self._rule(var, self.scope.default, depth)
+        branches = [(t, self._type(var, t, depth)) for t in cases]
+        if not branches or all(text == otherwise for _, text in branches):
+            return otherwise
+        whens = " ".join(f"WHEN {literal(t)} THEN {text}" for t, text in branches)
+        return f"CASE type({var}) {whens} ELSE {otherwise} END"
+
+    def _type(self, var: str, rel_type: str, depth: int) -> str:
+        rule = self.scope.relationships.get(rel_type, self.scope.default)
+        return _and([self._rule(var, rule, depth), *(self._filter(var, f) for f in self.filters.get(rel_type, ()))])
+
+    # ---- one rule ----------------------------------------------------------------------------
+
+    def _rule(self, var: str, rule: VisibilityRule, depth: int) -> str:
+        value, item = f"{_PREFIX}v", f"{_PREFIX}l"
+        if rule.kind == "public":
+            return TRUE
+        if rule.kind == "denied":
+            return FALSE
+        if rule.kind == "derived":
+            return self._derived(var, rule, depth)
+        prop = quote(self.scope.rule_property(rule))
+        attr = "$" + quote(self.parameter(rule.attribute_name()))
+        if rule.kind == "equality":
+            return (
+                f"any({value} IN [{var}.{prop}] WHERE CASE WHEN {value} IS :: STRING NOT NULL "
+                f"THEN {value} IN {attr} ELSE false END)"
+            )
+        missing = f"WHEN {value} IS NULL THEN true " if self.untagged_global else ""
+        return (
+            f"any({value} IN [{var}.{prop}] WHERE CASE {missing}"
+            f"WHEN {value} IS :: LIST<STRING NOT NULL> NOT NULL THEN size({value}) = 0 OR "
+            f"any({item} IN {value} WHERE {item} IN {attr}) "
+            "ELSE false END)"
+        )
+
+    def _derived(self, var: str, rule: VisibilityRule, depth: int) -> str:
+        if depth >= MAX_DERIVED_DEPTH:
+            return FALSE
+        path = self.derived[rule.path or ""]
+        anchor = f"{_PREFIX}a{depth}"
+        visible = self.node(anchor, path.anchor_labels, depth + 1)
+        where = "" if visible == TRUE else f" WHERE {visible}"
+        return f"EXISTS {{ MATCH {path.renamed(var, anchor)}{where} }}"
+
+    @staticmethod
+    def _filter(var: str, rule: ScopeFilter) -> str:
+        prop = f"{var}.{quote(rule.property)}"
+        if rule.absent:
+            return f"{prop} IS NULL"
+        return f"coalesce({prop} = {literal(rule.equals or '')}, false)"
