@@ -120,6 +120,13 @@ LABEL_DENIED = Rule("label.denied", "Labels the tool's policy denies may not app
 RELATIONSHIP_DENIED = Rule(
     "relationship.denied", "Relationship types the tool's policy denies (bookkeeping) may not appear.", "guard"
 )
+PROPERTY_HIDDEN = Rule(
+    "property.hidden",
+    "A property the policy hides (hidden_properties) may not be named anywhere: read, compared, sorted on, "
+    "matched in a pattern or projected; while any is hidden, properties(), keys(), .* map projections, "
+    "property_exists() and dynamic property access that the text and parameters do not resolve are refused.",
+    "guard",
+)
 PATTERN_UNBOUNDED = Rule(
     "pattern.unbounded",
     "Variable-length patterns need an upper bound unless the policy allows unbounded ones.",
@@ -242,6 +249,7 @@ CATALOGUE: tuple[Rule, ...] = (
     PARAM_REQUIRED,
     LABEL_DENIED,
     RELATIONSHIP_DENIED,
+    PROPERTY_HIDDEN,
     PATTERN_UNBOUNDED,
     PATTERN_TOO_MANY_HOPS,
     SIZE_RANGE,

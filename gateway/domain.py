@@ -127,6 +127,11 @@ class ToolResult(BaseModel):
     # Why a tool is disabled, and the operator's fix (the agent relays it; nothing ran).
     degradedReason: str | None = None
     redacted: int = 0
+    withheld: int = Field(
+        0,
+        description="How many nodes and relationships in `rows` are shown without the properties the policy hides "
+        "for their label or type (the `schema` tool does not list those keys either).",
+    )
     queryType: QueryType | None = None
     durationMs: float = 0.0
     notifications: list[Notification] = Field(default_factory=list)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
 from gateway.cypher import ast
 from gateway.cypher.ast import CypherVersion
@@ -323,6 +323,38 @@ def _refuse_cycles(nodes: dict[str, VisibilityRule], relationships: dict[str, Vi
             label = anchors[label]
 
 
+class HiddenProperties(RootModel[dict[str, frozenset[str]]]):
+    """Property keys no answer shows, per label or relationship type: ``{Attempt: [embedding]}``.
+
+    The guard refuses a query that names one anywhere, whatever label its variable has in the
+    query (a pattern's label does not prove an element lacks others); the sandbox removes them
+    from every node and relationship of that label or type an answer returns whole; the schema
+    tool never lists them (``gateway.guard.hidden`` says what else a query may not use).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    root: dict[str, frozenset[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _plain_keys(self) -> HiddenProperties:
+        for owner, keys in self.root.items():
+            for name in (owner, *keys):
+                if not name or name != name.strip() or any(ch in name for ch in "*?[]`.$") or not name.isprintable():
+                    raise ValueError(
+                        f"hidden_properties entry {name!r} (under {owner!r}) must be one plain label, type or "
+                        "property key: no wildcards, dots, backticks or surrounding spaces"
+                    )
+        return self
+
+    def names(self) -> frozenset[str]:
+        """Every hidden property key, whatever label or type hides it."""
+        return frozenset(key for keys in self.root.values() for key in keys)
+
+    def by_owner(self) -> dict[str, list[str]]:
+        """Label or type -> its hidden keys, sorted: what the sandbox job carries."""
+        return {owner: sorted(keys) for owner, keys in sorted(self.root.items()) if keys}
+
+
 class ReservedParameters(_Strict):
     """Parameter keys only the gateway may set; a caller supplying one is rejected."""
 
@@ -384,6 +416,7 @@ class Policy(_Strict):
     description: str = ""
     reserved_parameters: ReservedParameters = ReservedParameters()
     scope: ScopeSettings = ScopeSettings()
+    hidden_properties: HiddenProperties = HiddenProperties()
     cypher: CypherSettings = CypherSettings()
     sandbox: SandboxPolicy = SandboxPolicy()
     tools: dict[ToolName, ToolPolicy]

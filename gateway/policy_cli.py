@@ -300,6 +300,11 @@ def render_policy(policy: Policy) -> str:
     lines.append(f"scope: {untagged_sentence(policy)}")
     for sentence in rule_sentences(policy):
         lines.append(f"scope: {sentence}")
+    hidden = policy.hidden_properties.by_owner()
+    lines.append(
+        "hidden properties (never named by a query, never in an answer or the schema tool): "
+        + ("; ".join(f"{owner}: {', '.join(keys)}" for owner, keys in hidden.items()) or "none")
+    )
     sb = policy.sandbox
     reuse = (
         "one query per container"

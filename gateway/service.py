@@ -32,10 +32,11 @@ from gateway.errors import (
     QueryTimeout,
     SandboxUnavailable,
 )
-from gateway.policy import Limits, Policy, ToolName
+from gateway.policy import HiddenProperties, Limits, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
 from gateway.scope.narrow import narrowed
 from sandbox.wire import Notification, SandboxResult
+from sandbox.withhold import Withholding
 
 log = logging.getLogger("gateway.service")
 
@@ -180,8 +181,10 @@ class Gateway:
         query_id: str,
         started: float,
         requested_scope: Sequence[str] | None,
+        *,
+        schema_query: bool = False,
     ) -> ToolResult:
-        prepared = self._prepare(tool, cypher, params, principal, requested_scope)
+        prepared = self._prepare(tool, cypher, params, principal, requested_scope, schema_query=schema_query)
         if self.runner is None:
             return _disabled(query_id, tool, self.disabled_reason or "no sandbox runner is configured")
         limits = self.policy.tool(tool).limits
@@ -189,7 +192,7 @@ class Gateway:
             self.policy.tool(tool), query_id=query_id, cypher=prepared.plan.cypher, params=prepared.params,
             result_check=prepared.plan.result_check, database=self.database,
             explain_check=self.layers.explain_check, cypher_version=prepared.language,
-            original_cypher=prepared.text,
+            original_cypher=prepared.text, hidden_properties=self.policy.hidden_properties.by_owner(),
         )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job, principal, arrived=started)
@@ -206,6 +209,10 @@ class Gateway:
         if prepared.plan.withhold_data_notifications:
             notifications = scope.kept_notifications(notifications)
         result = answer.fit(_tool_result(tool, sandbox_result, notifications), limits.max_bytes)
+        if result.withheld and result.rowCount < sandbox_result.row_count:
+            # Rows cut to fit: count only the elements still in the answer.
+            elements, _ = Withholding(self.policy.hidden_properties.by_owner()).apply(result.rows)
+            result = result.model_copy(update={"withheld": elements})
         if self.standing_degraded:
             reason = result.degradedReason or self.standing_reason
             result = result.model_copy(
@@ -249,14 +256,24 @@ class Gateway:
         truncated = False
         rows = size = 0
         hidden = self.policy.hidden_relationship_types("analyze")
+        # Hidden property keys are never listed (compared as the guard compares them).
+        hidden_lowered = {name.lower() for name in self.policy.hidden_properties.names()}
         for key, cypher in _SCHEMA_QUERIES.items():
             # Each sub-query waits for its sandbox as a query of its own would (busy_wait_ms from now).
-            result = self._run("analyze", cypher, {}, principal, uuid.uuid4().hex, time.monotonic(), None)
+            result = self._run(
+                "analyze", cypher, {}, principal, uuid.uuid4().hex, time.monotonic(), None, schema_query=True
+            )
             if result.degraded and not result.columns:
                 return SchemaResult(degraded=result.degraded, degradedReason=result.degradedReason), rows, size
             truncated = truncated or result.truncated
             rows, size = rows + result.rowCount, size + result.bytes
-            answer[key] = [row[0] for row in result.rows if isinstance(row[0], str) and row[0] not in hidden]
+            answer[key] = [
+                row[0]
+                for row in result.rows
+                if isinstance(row[0], str)
+                and row[0] not in hidden
+                and (key != "propertyKeys" or row[0].lower() not in hidden_lowered)
+            ]
         return SchemaResult(**answer, truncated=truncated), rows, size
 
     # --- the steps ---------------------------------------------------------------------------
@@ -268,6 +285,8 @@ class Gateway:
         params: Mapping[str, Any] | None,
         principal: Principal,
         requested_scope: Sequence[str] | None = None,
+        *,
+        schema_query: bool = False,
     ) -> _Prepared:
         if tool not in self.policy.tools:
             raise InvalidInput(f"unknown tool {tool!r}; expected one of {', '.join(self.policy.tools)}")
@@ -279,7 +298,7 @@ class Gateway:
         if self.layers.guard or self.layers.scope_rewrite:
             parsed = guard.parse_query(cypher, self.policy.tool(tool).limits, self.policy.cypher.default_version)
         if parsed is not None and self.layers.guard:
-            guard.enforce(parsed, caller_params, tool, self.policy)
+            guard.enforce(parsed, caller_params, tool, _schema_policy(self.policy) if schema_query else self.policy)
         # Narrowed before the plan: the rewrite and the sandbox's result check both see only the
         # layers this request asked for; the container is still the principal's own.
         seeing = narrowed(principal, requested_scope)
@@ -327,6 +346,17 @@ class _Prepared(BaseModel):
     text: str  # the agent's query as read (Unicode spaces made ASCII): what the sandbox EXPLAINs first
 
 
+def _schema_policy(policy: Policy) -> Policy:
+    """The policy the schema tool's own queries are checked under: its ``keys(n)`` lists every key.
+
+    Only those fixed queries (``_SCHEMA_QUERIES``), never an agent's: ``_schema`` drops the hidden
+    keys from their answer, so the hidden-properties rule, which refuses ``keys()``, is left out.
+    """
+    if not policy.hidden_properties.names():
+        return policy
+    return policy.model_copy(update={"hidden_properties": HiddenProperties()})
+
+
 def _bound_params(params: Mapping[str, Any], limits: Limits) -> None:
     """Refuse a parameter map over the policy's bounds, on every transport (stdio has no body limit)."""
     rule = catalogue.INPUT_PARAMS_TOO_LARGE
@@ -360,6 +390,7 @@ def _tool_result(tool: ToolName, result: SandboxResult, notifications: list[Noti
     return ToolResult(
         queryId=result.query_id, tool=tool, columns=result.columns, rows=result.rows, rowCount=result.row_count,
         bytes=result.bytes, truncated=result.truncated, truncation=result.truncation, degraded=degraded,
-        redacted=result.redacted, queryType=result.query_type, durationMs=result.duration_ms,
+        redacted=result.redacted, withheld=result.withheld, queryType=result.query_type,
+        durationMs=result.duration_ms,
         notifications=notifications,
     )  # fmt: skip

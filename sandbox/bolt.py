@@ -33,6 +33,7 @@ from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
 from sandbox.tls import context_or_error, tls_failure
 from sandbox.wire import TX_METADATA_QUERY_ID, Notification, SandboxError, SandboxJob, SandboxResult
+from sandbox.withhold import Withholding
 
 WARM_JOB = SandboxJob(query_id="warm", cypher="RETURN 1 AS warm", timeout_seconds=3.0, max_rows=1, max_bytes=1024)
 # The metadata key that names a job's transaction, and the two commands the deadline runs.
@@ -247,7 +248,7 @@ class BoltBackend:
         if self.driver is None:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.warm_error)
         driver = self.driver
-        collector = RowCollector(job.max_rows, job.max_bytes)
+        collector = RowCollector(job.max_rows, job.max_bytes, withholding=Withholding.while_reading(job))
         meta: dict[str, Any] = {}
         database = job.database or self.config.database
 

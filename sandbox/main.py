@@ -44,6 +44,7 @@ from sandbox.wire import (
     failure,
     to_json,
 )
+from sandbox.withhold import Withholding
 
 # A job is a query (<= the policy's max_query_chars) plus parameters; anything
 # much larger than this is not a job we would run, and reading it would cost memory.
@@ -93,6 +94,19 @@ def _apply_scope(job: SandboxJob, result: SandboxResult, confirmed: frozenset[st
     return dataclasses.replace(result, rows=rows, row_count=len(rows), redacted=redacted, bytes=size)
 
 
+def _withhold(job: SandboxJob, result: SandboxResult) -> SandboxResult:
+    """Hidden properties: the keys the result check needed go now; the answer says how many elements hide some."""
+    if not job.hidden_properties or not result.ok:
+        return result
+    elements, removed = Withholding(job.hidden_properties).apply(result.rows)
+    if not elements:
+        return result
+    size = result.bytes
+    if removed:  # the byte count must describe the rows actually returned
+        size = len(json.dumps(result.rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return dataclasses.replace(result, withheld=elements, bytes=size)
+
+
 def handle(line: bytes, backend: Backend) -> SandboxResult:
     started = time.perf_counter()
     try:
@@ -105,7 +119,7 @@ def handle(line: bytes, backend: Backend) -> SandboxResult:
             return SandboxResult(query_id=job.query_id, ok=False, error=backend.warm_error)
     try:
         ran = backend.run(job)
-        result = _apply_scope(job, ran, backend.derived_visible)
+        result = _withhold(job, _apply_scope(job, ran, backend.derived_visible))
     except Exception as exc:  # a bug here must still produce a result line
         result = failure(job.query_id, "internal", f"{type(exc).__name__}: {exc}")
     return dataclasses.replace(result, duration_ms=(time.perf_counter() - started) * 1000)

@@ -27,6 +27,7 @@ from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
 from sandbox.tls import context_or_error, tls_failure
 from sandbox.wire import Notification, SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
+from sandbox.withhold import Withholding
 
 TYPED_JSON = "application/vnd.neo4j.query"
 # Reading more than this many times the byte limit means the rows cannot fit anyway.
@@ -210,7 +211,9 @@ class QueryApiBackend:
         except httpx.HTTPError as exc:
             return failure(job.query_id, "unavailable", _unreachable(exc))
         data = body.get("data") or {}
-        collector = RowCollector(job.max_rows, job.max_bytes, convert=from_typed)
+        collector = RowCollector(
+            job.max_rows, job.max_bytes, convert=from_typed, withholding=Withholding.while_reading(job)
+        )
         for values in data.get("values") or []:
             if not collector.add(values):
                 break

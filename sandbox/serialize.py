@@ -25,6 +25,7 @@ from neo4j.spatial import Point
 from neo4j.time import Date, DateTime, Duration, Time
 
 from sandbox.wire import Truncation
+from sandbox.withhold import Withholding
 
 TYPE_KEY = "$type"
 
@@ -65,6 +66,28 @@ def _zone(value: Time | DateTime) -> str | None:
     return str(name) if name else None
 
 
+def _named_zone(value: DateTime) -> bool:
+    """A zone whose offset depends on the instant (Europe/Stockholm), not a fixed offset."""
+    return value.tzinfo is not None and value.timetz().utc_offset() is None
+
+
+def _zoned_iso(value: DateTime) -> str:
+    """``value.iso_format()`` for a named zone, without handing the zone a ``neo4j.time.DateTime``.
+
+    The driver asks ``tzinfo.utcoffset()`` with its own DateTime, which the C ``zoneinfo``
+    reads as if it were a ``datetime`` (undefined behaviour: it crashed a test process); the
+    native datetime is what it expects. The offset is written as the driver writes a fixed one.
+    """
+    assert value.tzinfo is not None
+    offset = value.tzinfo.utcoffset(value.to_native())
+    text = value.replace(tzinfo=None).iso_format()
+    if offset is None:
+        return text
+    total = offset.total_seconds()
+    hours, minutes = divmod(abs(int(total // 60)), 60)
+    return f"{text}{'-' if total < 0 else '+'}{hours:02d}:{minutes:02d}"
+
+
 def _temporal(value: Date | Time | DateTime) -> dict[str, JsonValue]:
     if isinstance(value, DateTime):
         kind = "datetime" if value.tzinfo is not None else "localdatetime"
@@ -72,7 +95,8 @@ def _temporal(value: Date | Time | DateTime) -> dict[str, JsonValue]:
         kind = "time" if value.tzinfo is not None else "localtime"
     else:
         kind = "date"
-    out: dict[str, JsonValue] = {TYPE_KEY: kind, "iso": value.iso_format()}
+    iso = _zoned_iso(value) if isinstance(value, DateTime) and _named_zone(value) else value.iso_format()
+    out: dict[str, JsonValue] = {TYPE_KEY: kind, "iso": iso}
     if not isinstance(value, Date):
         zone = _zone(value)
         if zone:
@@ -237,13 +261,28 @@ class RowCollector:
     """Accepts rows until ``max_rows`` or ``max_bytes`` (of the encoded rows array) would be passed.
 
     ``bytes`` counts exactly what ``encode(rows)`` would produce, brackets and commas included.
+    ``withholding``: the hidden properties removed from each row before it is measured.
     """
 
-    def __init__(self, max_rows: int, max_bytes: int, convert: Callable[[Any], JsonValue] = to_json) -> None:
+    def __init__(
+        self,
+        max_rows: int,
+        max_bytes: int,
+        convert: Callable[[Any], JsonValue] = to_json,
+        withholding: Withholding | None = None,
+    ) -> None:
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.element_tokens = ElementTokens()
-        self.convert: Callable[[Any], JsonValue] = lambda value: self.element_tokens.apply(convert(value))
+
+        def converted(value: Any) -> JsonValue:
+            # Hidden properties go before the row is measured: the byte limit counts what is returned.
+            out = convert(value)
+            if withholding is not None:
+                withholding.apply(out)
+            return self.element_tokens.apply(out)
+
+        self.convert: Callable[[Any], JsonValue] = converted
         self.rows: list[list[JsonValue]] = []
         self.bytes = 2  # "[]"
         self.truncation: Truncation | None = None

@@ -206,6 +206,9 @@ class SandboxJob:
     # off for the runner's own constant TERMINATE job (gateway.runner.jobs.terminate_job).
     explain_check: bool = True
     scope: ScopeCheck | None = None
+    # The policy's hidden_properties (label or type -> keys): removed from every node and
+    # relationship the answer returns whole (sandbox/withhold.py).
+    hidden_properties: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,6 +254,8 @@ class SandboxResult:
     duration_ms: float = 0.0
     notifications: list[Notification] = field(default_factory=list)
     redacted: int = 0
+    # Elements of the rows shown without the properties their label or type hides.
+    withheld: int = 0
     error: SandboxError | None = None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from gateway import catalogue
 from gateway.cypher import ParsedQuery, ast
 from gateway.guard.facts import Facts
+from gateway.guard.hidden import hidden_property_use
 from gateway.guard.sizes import SizeReport, measure
 from gateway.policy import Policy, ToolName, ToolPolicy
 
@@ -225,6 +226,10 @@ def _rel_types(ctx: Context) -> str | None:
     return f"{found} is bookkeeping and may not be queried with the {ctx.tool} tool" if found else None
 
 
+def _hidden_properties(ctx: Context) -> str | None:
+    return hidden_property_use(ctx.parsed, ctx.params, ctx.policy.hidden_properties.names(), ctx.policy.name)
+
+
 def _unbounded(ctx: Context) -> str | None:
     limits = ctx.tool_policy.limits
     if limits.allow_unbounded_var_length:
@@ -279,6 +284,7 @@ RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.PARAM_REQUIRED, _required),
     GuardRule(catalogue.LABEL_DENIED, _labels),
     GuardRule(catalogue.RELATIONSHIP_DENIED, _rel_types),
+    GuardRule(catalogue.PROPERTY_HIDDEN, _hidden_properties),
     GuardRule(catalogue.PATTERN_UNBOUNDED, _unbounded),
     GuardRule(catalogue.PATTERN_TOO_MANY_HOPS, _hops),
     GuardRule(catalogue.SIZE_RANGE, _size(catalogue.SIZE_RANGE)),

@@ -9,6 +9,7 @@ is made here too (``terminate_job``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gateway.cypher.ast import CypherVersion
@@ -27,6 +28,7 @@ def job_for(
     explain_check: bool = True,
     cypher_version: CypherVersion | None = None,
     original_cypher: str | None = None,
+    hidden_properties: Mapping[str, list[str]] | None = None,
 ) -> SandboxJob:
     """The sandbox job for one approved query under ``tool``'s policy.
 
@@ -38,6 +40,8 @@ def job_for(
     prefix is accepted; None only when no layer parsed the query).
     ``original_cypher`` is the agent's text when the rewrite changed it: the sandbox EXPLAINs it
     first, so Neo4j's refusal of what the agent wrote is the answer.
+    ``hidden_properties`` is the policy's (label or type -> keys, ``HiddenProperties.by_owner``):
+    the sandbox removes them from every node and relationship the answer returns whole.
     """
     limits = tool.limits
     return SandboxJob(
@@ -56,6 +60,7 @@ def job_for(
         procedures_allowed=sorted(tool.procedures_allowed),
         explain_check=explain_check,
         scope=result_check,
+        hidden_properties=dict(hidden_properties or {}),
     )
 
 

@@ -1020,6 +1020,22 @@ allowed: list[tuple[str, list[str], dict[str, Any]]] = [
 for q, tags, params in allowed:
     add(q, "allow", None, label=R, tags=tags, params=params)
 
+# Hidden properties under the test policy (it hides Secret.password): named anywhere, or reached
+# by whatever copies every property, refused; the element returned whole is allowed (the sandbox strips it).
+for q, expect, tags in [
+    ("MATCH (n) RETURN n.password", "deny", ["hidden-property", "projection"]),
+    ("MATCH (n) WHERE n.password STARTS WITH 'a' RETURN count(n)", "deny", ["hidden-property", "where"]),
+    ("MATCH (n) RETURN n.id ORDER BY n.password", "deny", ["hidden-property", "orderby"]),
+    ("MATCH (n) RETURN n {.id, .password}", "deny", ["hidden-property", "map-projection"]),
+    ("MATCH (n) RETURN n {.*}", "deny", ["hidden-property", "map-projection-all"]),
+    ("MATCH (n) RETURN properties(n)", "deny", ["hidden-property", "properties"]),
+    ("MATCH (n) RETURN keys(n)", "deny", ["hidden-property", "keys"]),
+    ("MATCH (n) RETURN n['pass' + 'word']", "deny", ["hidden-property", "dynamic-access"]),
+    ("MATCH (n) RETURN n, n.id", "allow", ["hidden-property", "whole-element"]),
+]:
+    add(q, expect, "property.hidden" if expect == "deny" else None, label=S if expect == "deny" else R, tags=tags,
+        policy="permissive", note="the test policy hides password")  # fmt: skip
+
 # sanity: every case decides as labelled with the current guard
 bad = []
 for c in out:

@@ -104,7 +104,7 @@ json_values = st.recursive(
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=st.lists(st.lists(json_values, min_size=2, max_size=2), max_size=40), max_bytes=st.integers(600, 20_000))
+@given(rows=st.lists(st.lists(json_values, min_size=2, max_size=2), max_size=40), max_bytes=st.integers(640, 20_000))
 def test_any_answer_fits(rows: list[list[Any]], max_bytes: int) -> None:
     original = _result(["a", "b"], rows)
     _check_fitted(original, answer.fit(original, max_bytes), max_bytes)

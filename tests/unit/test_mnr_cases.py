@@ -98,6 +98,15 @@ def _default_suite_files() -> list[Path]:
     return sorted(MNR_DIR.glob("*.mnr.yaml"))
 
 
+def test_every_subfolder_suite_runs_under_its_own_policy_file() -> None:
+    others = [f for f in discover([MNR_DIR]) if f.parent != MNR_DIR]
+    assert others
+    for file in others:
+        suite = load_suite(file)
+        assert suite.policy == load_policy(file.parent / "policy.yaml").name
+        assert all(case.description.strip() for case in suite.cases), file
+
+
 def test_shipped_suites_load_and_hold_at_least_60_cases() -> None:
     files = _default_suite_files()
     suites = [load_suite(f) for f in files]
@@ -127,6 +136,7 @@ def test_shipped_suites_declare_their_policy_and_describe_every_case() -> None:
         if file.parent != MNR_DIR:
             declared = yaml.safe_load((file.parent / "policy.yaml").read_text(encoding="utf-8"))["name"]
             assert load_suite(file).policy == declared, file
+    suites = [load_suite(f) for f in _default_suite_files()]
     undescribed = [f"{s.name}::{c.id}" for s in suites for c in s.cases if not c.description.strip()]
     assert not undescribed, undescribed
 

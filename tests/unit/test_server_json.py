@@ -1,15 +1,13 @@
 """``server.json`` (the MCP registry's entry) says what the package is: its version is pyproject's,
 every environment variable it names is one the settings read, and its shape is the registry's
-(schema 2025-12-11: the required keys and types checked here; the whole published schema too when
-a copy is at ``$MCP_SERVER_SCHEMA_FILE``, since tests fetch nothing)."""
+(schema 2025-12-11: its required keys and types, written out here because tests fetch nothing and
+no copy of the published schema ships with a package this machine can install)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
-from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # (the mcp SDK requires it; no stubs installed)
@@ -125,13 +123,6 @@ def test_server_json_fails_the_shape_where_the_registry_would() -> None:
     ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, REGISTRY_SHAPE)
-
-
-@pytest.mark.skipif(not os.environ.get("MCP_SERVER_SCHEMA_FILE"), reason="no copy of the published schema given")
-def test_server_json_validates_against_the_published_schema() -> None:
-    schema = json.loads(Path(os.environ["MCP_SERVER_SCHEMA_FILE"]).read_text(encoding="utf-8"))
-    assert schema["$id"] == SCHEMA_URL
-    jsonschema.Draft7Validator(schema).validate(SERVER)
 
 
 def test_server_json_names_this_package_at_pyprojects_version() -> None:
