@@ -87,7 +87,7 @@ def seed(session: Any, labels: dict[str, str], attempts: int) -> int:
     session.run(
         f"MATCH (t:{labels['task']}) CALL (t) {{ UNWIND range(1, $attempts) AS k "
         f"CREATE (t)<-[:OF {{layers: []}}]-(:{labels['attempt']}:{labels['marker']} "
-        "{n: k, status: ['passed', 'failed', 'unverified'][k % 3], layers: t.layers}) } IN TRANSACTIONS OF 200 ROWS",
+        "{n: k, status: ['passed', 'failed', 'unverified'][k % 3], layers: t.layers}) } IN TRANSACTIONS OF 10 ROWS",
         attempts=attempts,
     ).consume()
     record = session.run(f"MATCH (n:{labels['marker']}) RETURN count(n) AS c").single()
@@ -95,7 +95,7 @@ def seed(session: Any, labels: dict[str, str], attempts: int) -> int:
 
 
 def drop(session: Any, marker: str) -> None:
-    session.run(f"MATCH (n:{marker}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS").consume()
+    session.run(f"MATCH (n:{marker}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 300 ROWS").consume()
 
 
 def measure(session: Any, variants: dict[str, str], params: dict[str, Any], rounds: int) -> dict[str, Any]:
