@@ -2,36 +2,33 @@
 
 ``PASSES`` lists them in the order they run. The first three only refuse
 (``scope.unsupported``, ``scope.element_id``); the fourth records insertions in an
-``Edits``; the last refuses any pattern the fourth left without its predicate.
+``Edits``; the last refuses any pattern the fourth left without its predicates.
 
-The one idea: every pattern the query can match (MATCH, OPTIONAL MATCH, EXISTS /
-COUNT / COLLECT, pattern comprehensions, pattern predicates, quantified and
-variable-length paths, shortestPath) gets a path variable (generated when the
-agent did not name one), and the pattern's own WHERE gets "every node and every
-relationship on that path is visible". A path covers anonymous elements,
-intermediate nodes of variable-length and quantified patterns, and both
-endpoints of every relationship, with one predicate whose completeness a
-reviewer can see at a glance. Because the predicate sits in the pattern's WHERE,
-it filters before any aggregation and, in OPTIONAL MATCH, yields nulls rather
-than dropping rows. ``SCOPERS`` says, per kind of node that owns a pattern, how
-it gets that predicate; ``refuse_unscoped`` then checks that every pattern in
-the tree received one, so a construct nobody taught the rewrite is refused,
-never run unscoped.
+The one idea (docs/decisions/0018): every element of every pattern the query can match
+(MATCH, OPTIONAL MATCH, EXISTS / COUNT / COLLECT, pattern comprehensions, pattern
+predicates, quantified and variable-length paths, selectors) is checked on its own, so the
+planner can drop a hidden element right after the scan or expand that finds it. A
+fixed-length part names its anonymous elements (``__gw_n<k>``, ``__gw_r<k>``) and its
+owner's WHERE gets one conjunct per element (``Predicates.node_visible`` /
+``relationship_visible``; a relationship's ends are elements of the same part). A quantified
+group checks its elements per iteration in its own WHERE. A part with a variable-length or
+quantified relationship, or under a selector, keeps a path variable and the whole-path
+predicate, which Neo4j applies during the expansion or the selector's search. Elements an
+earlier clause bound are already checked. ``SCOPERS`` says, per kind of node that owns
+patterns, how they get their conjuncts; ``refuse_unscoped`` then checks that every pattern
+in the tree received them, so a construct nobody taught the rewrite is refused, never run
+unscoped.
 
-The second idea closes the error oracle: Neo4j may evaluate an agent's condition
-on an element as soon as it is bound, before the path predicate, so a WHERE
-holding a condition that could raise (``1 / x``, ``date(s)``) is put behind the
-visibility of what it runs on: ``CASE WHEN <visible> THEN (where) ELSE false
-END``. A MATCH-level WHERE waits for its whole pattern; one inside a pattern
-(inline WHERE, property map, quantified-path WHERE) for the elements it is
-attached to and names.
+The second idea closes the error and timing oracles: Neo4j may evaluate an agent's condition
+on an element as soon as it is bound, before its visibility conjunct, so every agent
+condition runs as ``CASE WHEN <visible> THEN (condition) ELSE false END`` behind the
+elements it names (``guard_condition``), except the seekable comparisons kept in front for
+the planner (``seekable``).
 
-Cost: the text grows linearly with the agent's. Each pattern's predicate is
-written once at the root of its WHERE; the guard in front of an agent's WHERE
-names the paths (or elements) it waits for in one predicate, once per WHERE
-whatever its number of conditions; ``plan`` refuses a result longer than the
-policy's ``max_rewritten_chars``. Every analysis here is iterative or recurses
-only into bracketed nesting, which the parser bounds.
+Cost: the text grows linearly with the agent's. One conjunct per element, one CASE per
+WHERE whose guard repeats the conjuncts of the elements it names; ``plan`` refuses a result
+longer than the policy's ``max_rewritten_chars``. Every analysis here is iterative or
+recurses only into bracketed nesting, which the parser bounds.
 """
 
 from __future__ import annotations
