@@ -2,7 +2,7 @@
 
 Two things the rewrite adds could reach the result:
 
-* the generated path variables (``__gw_p1 = (a)-->(b)``): ``RETURN *`` and ``WITH *`` would
+* the generated variables (``__gw_p1 = (a)-->(b)``, ``(__gw_n1)``, ``-[__gw_r1]->``): ``RETURN *`` and ``WITH *`` would
   carry them as extra columns, group and deduplicate by them, and send them through UNION and
   COLLECT. A ``*`` that would see one is replaced by the agent's own variables it stands for,
   in the order Neo4j gives them (sorted by name, before the listed items);
@@ -38,10 +38,11 @@ class _Part:
     generated: set[str] = field(default_factory=set)
 
 
-def keep_agent_columns(parsed: ParsedQuery, edits: Edits, generated: dict[ast.PatternPart, str]) -> None:
+def keep_agent_columns(parsed: ParsedQuery, edits: Edits, generated: dict[ast.PatternPart, list[str]]) -> None:
     """Record the edits that keep generated variables out of ``*`` and rewritten text out of column names.
 
-    ``generated`` maps each MATCH pattern part the rewrite named to the name it gave it.
+    ``generated`` maps each MATCH pattern part to the names the rewrite gave in it (its path, its
+    anonymous elements).
     """
     for node in parsed.walk():
         if isinstance(node, ast.Return):
@@ -62,7 +63,7 @@ def _backticked(text: str) -> str:
 
 
 class _Columns:
-    def __init__(self, parsed: ParsedQuery, edits: Edits, generated: dict[ast.PatternPart, str]) -> None:
+    def __init__(self, parsed: ParsedQuery, edits: Edits, generated: dict[ast.PatternPart, list[str]]) -> None:
         self.parsed, self.edits, self.generated = parsed, edits, generated
 
     def body(self, body: ast.QueryBody, part: _Part) -> list[str]:
@@ -91,8 +92,8 @@ class _Columns:
                 for pattern in clause.patterns:
                     part.own.update(_declared(pattern))
                     if pattern in self.generated:
-                        part.own.add(self.generated[pattern])
-                        part.generated.add(self.generated[pattern])
+                        part.own.update(self.generated[pattern])
+                        part.generated.update(self.generated[pattern])
             elif isinstance(clause, ast.With | ast.Return):
                 columns = self.projection(clause.projection, part)
             elif isinstance(clause, ast.Unwind):

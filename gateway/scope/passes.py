@@ -2,40 +2,38 @@
 
 ``PASSES`` lists them in the order they run. The first three only refuse
 (``scope.unsupported``, ``scope.element_id``); the fourth records insertions in an
-``Edits``; the last refuses any pattern the fourth left without its predicate.
+``Edits``; the last refuses any pattern the fourth left without its predicates.
 
-The one idea: every pattern the query can match (MATCH, OPTIONAL MATCH, EXISTS /
-COUNT / COLLECT, pattern comprehensions, pattern predicates, quantified and
-variable-length paths, shortestPath) gets a path variable (generated when the
-agent did not name one), and the pattern's own WHERE gets "every node and every
-relationship on that path is visible". A path covers anonymous elements,
-intermediate nodes of variable-length and quantified patterns, and both
-endpoints of every relationship, with one predicate whose completeness a
-reviewer can see at a glance. Because the predicate sits in the pattern's WHERE,
-it filters before any aggregation and, in OPTIONAL MATCH, yields nulls rather
-than dropping rows. ``SCOPERS`` says, per kind of node that owns a pattern, how
-it gets that predicate; ``refuse_unscoped`` then checks that every pattern in
-the tree received one, so a construct nobody taught the rewrite is refused,
-never run unscoped.
+The one idea (docs/decisions/0018): every element of every pattern the query can match
+(MATCH, OPTIONAL MATCH, EXISTS / COUNT / COLLECT, pattern comprehensions, pattern
+predicates, quantified and variable-length paths, selectors) is checked on its own, so the
+planner can drop a hidden element right after the scan or expand that finds it. A
+fixed-length part names its anonymous elements (``__gw_n<k>``, ``__gw_r<k>``) and its
+owner's WHERE gets one conjunct per element (``Predicates.node_visible`` /
+``relationship_visible``; a relationship's ends are elements of the same part). A quantified
+group checks its elements per iteration in its own WHERE. A part with a variable-length or
+quantified relationship, or under a selector, keeps a path variable and the whole-path
+predicate, which Neo4j applies during the expansion or the selector's search. Elements an
+earlier clause bound are already checked. ``SCOPERS`` says, per kind of node that owns
+patterns, how they get their conjuncts; ``refuse_unscoped`` then checks that every pattern
+in the tree received them, so a construct nobody taught the rewrite is refused, never run
+unscoped.
 
-The second idea closes the error oracle: Neo4j may evaluate an agent's condition
-on an element as soon as it is bound, before the path predicate, so a WHERE
-holding a condition that could raise (``1 / x``, ``date(s)``) is put behind the
-visibility of what it runs on: ``CASE WHEN <visible> THEN (where) ELSE false
-END``. A MATCH-level WHERE waits for its whole pattern; one inside a pattern
-(inline WHERE, property map, quantified-path WHERE) for the elements it is
-attached to and names.
+The second idea closes the error and timing oracles: Neo4j may evaluate an agent's condition
+on an element as soon as it is bound, before its visibility conjunct, so every agent
+condition runs as ``CASE WHEN <visible> THEN (condition) ELSE false END`` behind the
+elements it names (``guard_condition``), except the seekable comparisons kept in front for
+the planner (``seekable``).
 
-Cost: the text grows linearly with the agent's. Each pattern's predicate is
-written once at the root of its WHERE; the guard in front of an agent's WHERE
-names the paths (or elements) it waits for in one predicate, once per WHERE
-whatever its number of conditions; ``plan`` refuses a result longer than the
-policy's ``max_rewritten_chars``. Every analysis here is iterative or recurses
-only into bracketed nesting, which the parser bounds.
+Cost: the text grows linearly with the agent's. One conjunct per element, one CASE per
+WHERE whose guard repeats the conjuncts of the elements it names; ``plan`` refuses a result
+longer than the policy's ``max_rewritten_chars``. Every analysis here is iterative or
+recurses only into bracketed nesting, which the parser bounds.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +57,8 @@ SCOPABLE_SELECTORS: frozenset[str | None] = frozenset(
 
 
 class Frame:
-    """Where generated path names are drawn from: the query's clauses, or one expression.
+    """Where generated names (``p`` paths, ``n`` nodes, ``r`` relationships) are drawn from: the
+    query's clauses, or one expression.
 
     Inside an expression (EXISTS/COUNT/COLLECT, a comprehension, a pattern predicate) names
     depend only on the nesting depth and the order within that expression, so two equal
@@ -70,14 +69,14 @@ class Frame:
 
     def __init__(self, depth: int = 0) -> None:
         self.depth = depth
-        self.count = 0
+        self.counts: dict[str, int] = {}
 
-    def name(self, counter: list[int]) -> str:
+    def name(self, kind: str, counters: dict[str, int]) -> str:
         if self.depth == 0:
-            counter[0] += 1
-            return f"{GENERATED_PREFIX}p{counter[0]}"
-        self.count += 1
-        return f"{GENERATED_PREFIX}p{self.depth}_{self.count}"
+            counters[kind] = counters.get(kind, 0) + 1
+            return f"{GENERATED_PREFIX}{kind}{counters[kind]}"
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        return f"{GENERATED_PREFIX}{kind}{self.depth}_{self.counts[kind]}"
 
 
 @dataclass
@@ -87,12 +86,16 @@ class Context:
     predicates: Predicates
     edits: Edits = field(default_factory=Edits)
     scoped: set[ast.Path] = field(default_factory=set)  # every path that received its predicate
-    generated: dict[ast.PatternPart, str] = field(default_factory=dict)  # MATCH parts the rewrite named
+    generated: dict[ast.PatternPart, list[str]] = field(default_factory=dict)  # names given in MATCH parts
+    element_names: dict[ast.Node, str] = field(default_factory=dict)  # anonymous elements the rewrite named
+    handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
+    bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
     frame: Frame = field(default_factory=Frame)
-    _counter: list[int] = field(default_factory=lambda: [0])
+    _counters: dict[str, int] = field(default_factory=dict)
 
-    def fresh_path(self) -> str:
-        return self.frame.name(self._counter)
+    def fresh(self, kind: str) -> str:
+        """A generated name: ``p`` for a path, ``n`` for a node, ``r`` for a relationship."""
+        return self.frame.name(kind, self._counters)
 
 
 Pass = Callable[[Context], None]
@@ -165,62 +168,353 @@ def refuse_computed_labels(ctx: Context, labels: ast.LabelExpression | None) -> 
             )
 
 
-def _has_relationships(path: ast.Path) -> bool:
-    return any(isinstance(n, ast.RelPattern | ast.QuantifiedPath) for n in path.walk())
+# ---- naming: every element the visibility text must reach gets a variable ------------------
 
 
 def _name_part(ctx: Context, part: ast.PatternPart) -> str:
     """The part's path variable, inserting a generated one when the agent gave none."""
     if part.variable is not None:
         return part.variable.name
-    name = ctx.fresh_path()
+    name = ctx.fresh("p")
     ctx.edits.open(part, f"{name} = ")
-    ctx.generated[part] = name
+    ctx.generated.setdefault(part, []).append(name)
     return name
 
 
-def _add_condition(
-    ctx: Context, owner: ast.Node, where: ast.Expr | None, after: int, paths: list[tuple[str, ast.Path]]
-) -> None:
-    """AND the visibility of ``paths`` into ``where``, or add ``WHERE <visibility>`` at offset ``after``.
+def _name_element(ctx: Context, element: ast.NodePattern | ast.RelPattern, part: ast.PatternPart | None) -> str:
+    """The element's variable, inserting a generated ``__gw_n<k>``/``__gw_r<k>`` when it has none.
 
-    Each path's predicate is a conjunct of its own at the root of the WHERE (the planner can
-    apply it as soon as that path is bound, and shortestPath during its search). If the agent's
-    WHERE could raise, it also runs behind one guard naming all of ``paths`` (``guard_where``).
+    ``()`` becomes ``(__gw_n1)``; ``-->`` becomes ``-[__gw_r1]->`` (the brackets go after its first
+    ``-``), ``-[:T]->`` becomes ``-[__gw_r1:T]->``.
     """
-    condition = _condition(ctx, paths)
-    if where is None:
-        ctx.edits.close(owner, f" WHERE {condition}", offset=after)
-        return
-    shapes = [(name, _has_relationships(path)) for name, path in paths]
-    guard_where(
-        ctx, where, lambda _: ctx.predicates.visible_paths(shapes), _elements_of(owner),
-        frozenset(name for name, _ in paths), then=f" AND {condition}",
-    )  # fmt: skip
+    known = _element_name(ctx, element)
+    if known is not None:
+        return known
+    if isinstance(element, ast.NodePattern):
+        name = ctx.fresh("n")
+        ctx.edits.open(element, name, offset=token_at(ctx.parsed, element.start, "(") + 1)
+    else:
+        name = ctx.fresh("r")
+        dash = token_at(ctx.parsed, element.start, "-")
+        bracket = _bracket_in(ctx.parsed, element)
+        if bracket is None:
+            ctx.edits.open(element, f"[{name}]", offset=dash + 1)
+        else:
+            ctx.edits.open(element, name, offset=bracket + 1)
+    ctx.element_names[element] = name
+    if part is not None:
+        ctx.generated.setdefault(part, []).append(name)
+    return name
 
 
-def _condition(ctx: Context, paths: list[tuple[str, ast.Path]]) -> str:
-    ctx.scoped.update(path for _, path in paths)
-    return " AND ".join(
-        f"({ctx.predicates.visible_path(name, has_relationships=_has_relationships(path))})" for name, path in paths
+def _element_name(ctx: Context, element: ast.NodePattern | ast.RelPattern) -> str | None:
+    """The agent's variable of ``element``, or the one the rewrite gave it, if any."""
+    if element.variable is not None:
+        return element.variable.name
+    return ctx.element_names.get(element)
+
+
+def _bracket_in(parsed: ParsedQuery, rel: ast.RelPattern) -> int | None:
+    try:
+        at = token_at(parsed, rel.start, "[")
+    except ValueError:
+        return None
+    return at if at < rel.end else None
+
+
+def _has_condition(element: ast.NodePattern | ast.RelPattern) -> bool:
+    if element.where is not None:
+        return True
+    entries = element.properties.entries if isinstance(element.properties, ast.MapLiteral) else []
+    return any(not _constant(entry.value) for entry in entries)
+
+
+def _stated_labels(labels: ast.LabelExpression | None) -> frozenset[str]:
+    """The labels every match of ``labels`` carries (a conjunction of names; nothing for ``|``, ``!``, ``%``, ``$``)."""
+    if labels is None:
+        return frozenset()
+    names: list[str] = []
+    stack: list[ast.LabelNode] = [labels.expression]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.LabelName):
+            names.append(node.name)
+        elif isinstance(node, ast.LabelBinary) and node.op == "&":
+            stack += [node.left, node.right]
+        elif isinstance(node, ast.LabelParen):
+            stack.append(node.operand)
+        else:
+            return frozenset()
+    return frozenset(names)
+
+
+def _stated_type(types: ast.LabelExpression | None) -> frozenset[str]:
+    """The types a relationship pattern allows (``:A``, ``:A|B``); nothing when it does not list them."""
+    if types is None:
+        return frozenset()
+    names: list[str] = []
+    stack: list[ast.LabelNode] = [types.expression]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.LabelName):
+            names.append(node.name)
+        elif isinstance(node, ast.LabelBinary) and node.op == "|":
+            stack += [node.left, node.right]
+        elif isinstance(node, ast.LabelParen):
+            stack.append(node.operand)
+        else:
+            return frozenset()
+    return frozenset(names)
+
+
+def _flat(path: ast.Path) -> list[ast.PathElement]:
+    """``path``'s elements with unquantified groups opened (their elements are singletons of the path)."""
+    out: list[ast.PathElement] = []
+    for element in path.elements:
+        if isinstance(element, ast.QuantifiedPath) and element.quantifier is None:
+            out += _flat(element.path)  # depth bounded by the brackets
+        else:
+            out.append(element)
+    return out
+
+
+def needs_path_predicate(parsed: ParsedQuery, part_selector: str | None, path: ast.Path) -> bool:
+    """A selector, a variable-length or a quantified relationship: visibility is checked over the path.
+
+    So is a relationship written with the old type alternation ``[:A|:B]``, which Neo4j refuses
+    to combine with a variable: it cannot be named to be checked on its own.
+    """
+    if part_selector is not None:
+        return True
+    return any(
+        isinstance(element, ast.RelPattern)
+        and (element.length is not None or element.quantifier is not None or _legacy_alternation(parsed, element))
+        for element in _flat(path)
     )
 
 
-# ---- the error oracle: agent conditions run only on visible elements ----------------------
+def _legacy_alternation(parsed: ParsedQuery, rel: ast.RelPattern) -> bool:
+    if rel.variable is not None or rel.types is None:
+        return False
+    tokens = parsed.tokens
+    index = bisect_left(tokens, rel.types.start, key=lambda token: token.start)
+    bar = False
+    for token in tokens[index:]:
+        if token.start >= rel.types.end:
+            return False
+        if bar and token.value == ":":
+            return True
+        bar = token.value == "|"
+    return False
+
+
+def _has_relationships(path: ast.Path) -> bool:
+    return any(isinstance(n, ast.RelPattern | ast.QuantifiedPath) for n in path.walk())
+
+
+# ---- what each name of a pattern owner waits for --------------------------------------------
+
+
+@dataclass
+class _Owner:
+    """The patterns of one owner (a MATCH, a short EXISTS/COUNT, a comprehension, a pattern predicate).
+
+    Collects every element to check, then writes per name the visibility it waits for
+    (``checks``) and the conjuncts that go to the root of the owner's WHERE (``root``).
+    ``outer`` holds the names bound before the owner: their elements are already filtered.
+    """
+
+    predicates: Predicates
+    outer: Container[str] = frozenset()
+    nodes: dict[str, set[str]] = field(default_factory=dict)  # name -> the labels its patterns state
+    rels: dict[str, tuple[frozenset[str], str | None, str | None]] = field(default_factory=dict)  # types, ends
+    node_lists: dict[str, frozenset[str]] = field(default_factory=dict)  # group variables, checked per iteration
+    rel_lists: dict[str, frozenset[str]] = field(default_factory=dict)
+    paths: dict[str, bool] = field(default_factory=dict)  # path name -> has relationships
+    whole: list[str] = field(default_factory=list)  # paths checked as a whole (at the root)
+    waits_for_path: dict[str, str] = field(default_factory=dict)  # a list variable -> its path
+    singletons: set[str] = field(default_factory=set)  # element variables (a property of one cannot raise)
+
+    def node(self, name: str, labels: frozenset[str]) -> None:
+        self.singletons.add(name)
+        if name not in self.outer:
+            self.nodes.setdefault(name, set()).update(labels)
+
+    def rel(self, name: str, types: frozenset[str], ends: tuple[str | None, str | None]) -> None:
+        self.singletons.add(name)
+        if name not in self.outer:
+            self.rels.setdefault(name, (types, *ends))
+
+    def _node_text(self, name: str) -> str:
+        return self.predicates.node_visible(quote_name(name), frozenset(self.nodes[name]))
+
+    def _end(self, name: str | None, rel: str, function: str) -> tuple[str, ...]:
+        if name is None:
+            return (self.predicates.node_visible(f"{function}({quote_name(rel)})"),)
+        return (self._node_text(name),) if name in self.nodes else ()
+
+    def checks(self) -> dict[str, tuple[str, ...]]:
+        """Per name, the visibility texts a condition naming it waits for (a relationship: with its ends)."""
+        out: dict[str, tuple[str, ...]] = {name: (self._node_text(name),) for name in self.nodes}
+        for name, (types, start, end) in self.rels.items():
+            own = self.predicates.relationship_visible(quote_name(name), types)
+            out[name] = (own, *self._end(start, name, "startNode"), *self._end(end, name, "endNode"))
+        for name, labels in self.node_lists.items():
+            out[name] = (self.predicates.visible_nodes(quote_name(name), labels),)
+        for name, types in self.rel_lists.items():
+            out[name] = (self.predicates.visible_relationships(quote_name(name), types),)
+        for name, has in self.paths.items():
+            out[name] = (self.predicates.visible_path(quote_name(name), has_relationships=has),)
+        for name, path in self.waits_for_path.items():
+            out[name] = out[path]
+        return out
+
+    def root(self) -> list[str]:
+        """The conjuncts the owner's WHERE gets: one per element, one per path checked as a whole."""
+        texts = [self._node_text(name) for name in self.nodes]
+        for name, (types, _, _) in self.rels.items():
+            texts.append(self.predicates.relationship_visible(quote_name(name), types))
+        for name in self.whole:
+            texts.append(self.predicates.visible_path(quote_name(name), has_relationships=self.paths[name]))
+        return texts
+
+
+def _joined(texts: list[str] | tuple[str, ...]) -> str:
+    return " AND ".join(f"({text})" for text in dict.fromkeys(texts))
+
+
+def _guard_text(checks: dict[str, tuple[str, ...]], names: set[str]) -> str:
+    return _joined([text for name in sorted(names) for text in checks.get(name, ())])
+
+
+def _scope_elements(
+    ctx: Context, owner: _Owner, path: ast.Path, part: ast.PatternPart | None, *, name_all: bool
+) -> None:
+    """Record the singletons of ``path`` (named when ``name_all`` or when they carry a condition)."""
+    flat = _flat(path)
+    names: list[str | None] = []
+    for element in flat:
+        if isinstance(element, ast.QuantifiedPath):
+            names.append(None)
+            continue
+        single = not (isinstance(element, ast.RelPattern) and (element.length or element.quantifier))
+        named = element.variable is not None or (single and name_all) or _has_condition(element)
+        names.append(_name_element(ctx, element, part) if named else None)
+    for index, (element, name) in enumerate(zip(flat, names, strict=True)):
+        if name is None or isinstance(element, ast.QuantifiedPath):
+            continue
+        if isinstance(element, ast.NodePattern):
+            owner.node(name, _stated_labels(element.labels))
+        elif element.length is None and element.quantifier is None:
+            ends = (_neighbour(flat, names, index - 1), _neighbour(flat, names, index + 1))
+            if None in ends:
+                ends = (None, None)  # an unnamed neighbour: check both ends through the relationship
+            owner.rel(name, _stated_type(element.types), ends)
+
+
+def _neighbour(flat: list[ast.PathElement], names: list[str | None], index: int) -> str | None:
+    if 0 <= index < len(flat) and isinstance(flat[index], ast.NodePattern):
+        return names[index]
+    return None
+
+
+def _scope_part(
+    ctx: Context, owner: _Owner, path: ast.Path, part: ast.PatternPart | None, path_name: str | None, *, whole: bool
+) -> None:
+    """One pattern part: per element (``whole`` False) or, for a path the planner expands, as a whole path."""
+    ctx.scoped.add(path)
+    _scope_elements(ctx, owner, path, part, name_all=not whole)
+    if path_name is not None:
+        owner.paths[path_name] = _has_relationships(path)
+    if whole:
+        assert path_name is not None
+        owner.whole.append(path_name)
+        for element in _flat(path):
+            if isinstance(element, ast.RelPattern) and element.variable is not None:
+                if element.length is not None or element.quantifier is not None:
+                    owner.waits_for_path[element.variable.name] = path_name
+            elif isinstance(element, ast.QuantifiedPath):
+                _scope_group(ctx, element, part, per_iteration=False)
+                for name in _env(element.path):
+                    owner.waits_for_path[name] = path_name
+        return
+    for element in _flat(path):
+        if isinstance(element, ast.QuantifiedPath):
+            for name, (kind, stated) in _scope_group(ctx, element, part, per_iteration=True).items():
+                (owner.node_lists if kind == _NODE else owner.rel_lists)[name] = stated
+
+
+# Kinds of element variables inside a group.
+_NODE, _REL = "node", "rel"
+
+
+def _env(path: ast.Path) -> dict[str, tuple[str, frozenset[str]]]:
+    """The singletons ``path`` binds at its own level: name -> (kind, labels or type stated)."""
+    env: dict[str, tuple[str, frozenset[str]]] = {}
+    for element in _flat(path):
+        if isinstance(element, ast.NodePattern) and element.variable is not None:
+            env[element.variable.name] = (_NODE, _stated_labels(element.labels))
+        elif isinstance(element, ast.RelPattern) and element.variable is not None:
+            env[element.variable.name] = (_REL, _stated_type(element.types))
+    return env
+
+
+def _scope_group(
+    ctx: Context, group: ast.QuantifiedPath, part: ast.PatternPart | None, *, per_iteration: bool
+) -> dict[str, tuple[str, frozenset[str]]]:
+    """A quantified path pattern: its WHERE runs behind its elements' visibility, per iteration.
+
+    With ``per_iteration`` every element of the group is named and the group's WHERE gets one
+    visibility conjunct per element, applied by Neo4j inside the expansion. Returns the group's
+    variables (lists outside it).
+    """
+    inner = _Owner(ctx.predicates)
+    for element in _flat(group.path):
+        if isinstance(element, ast.QuantifiedPath) or (
+            isinstance(element, ast.RelPattern) and (element.length is not None or element.quantifier is not None)
+        ):
+            raise SCOPE_UNSUPPORTED.rejected(
+                f"the quantified pattern {ctx.parsed.source(group)!r} nests another repetition; the scope "
+                "rewrite checks one level of repetition"
+            )
+    _scope_elements(ctx, inner, group.path, part, name_all=per_iteration)
+    checks = inner.checks()
+    every = tuple(text for texts in checks.values() for text in texts)
+    conditions = _joined(inner.root()) if per_iteration else ""
+    if group.where is None:
+        if conditions:
+            ctx.edits.close(group.path, f" WHERE {conditions}")
+    else:
+        # Every element of the group is in scope here: a condition that could raise waits for them all.
+        guard_condition(ctx, group.where, checks, inner.singletons, every=every, then=_and(conditions))
+    _guard_inline(ctx, group.path, checks, inner.singletons, every)
+    return _env(group.path)
+
+
+def _and(conditions: str) -> str:
+    return f" AND {conditions}" if conditions else ""
+
+
+# ---- visibility before any agent condition ----------------------------------------------------
 #
 # Neo4j may evaluate an agent's condition on an element as soon as it is bound (a middle node,
-# an element inside a quantified path), before the path-level scope predicate. A condition
-# that raises on a hidden value (1 / 0, date('x')) then reports that the value exists. So an
-# agent WHERE holding a condition that *could* raise runs as `CASE WHEN <visible> THEN (where)
-# ELSE false END`: CASE evaluates a branch only once it is selected. One CASE per WHERE, whatever
-# its number of conjuncts, and its guard names the paths or elements it waits for rather than
-# repeating their predicates, so the rewritten text stays linear in the agent's. The conjuncts
-# that cannot raise (a comparison of an element's property with a literal) are also repeated in
-# front of the CASE, as written, so the planner can still use them for index seeks.
+# an element inside a quantified path), before the element's visibility conjunct: a condition
+# that raises (1 / 0) says the value exists, and one made expensive on purpose ([x, a] = [x, b]
+# over long lists) says it through the time it takes. So every agent condition runs as
+# `CASE WHEN <visibility of the elements it names> THEN (condition) ELSE false END`: CASE
+# evaluates a branch only once it is selected. One CASE per WHERE, whatever its number of
+# conjuncts. A condition that could raise waits for every element of its owner (whether it
+# raises must not depend on a hidden neighbour either). The exceptions, kept in front of the
+# CASE as written so the planner can still seek an index or filter a label scan with them:
+# top-level comparisons of one element's property with a parameter or a literal
+# (`seekable`): their cost on a hidden element does not depend on its value beyond what the
+# comparison itself decides (SECURITY.md).
 
 # Operators that never raise on any operand types (they yield null instead).
 _VALUE_COMPARISONS = frozenset({"=", "<>", "<", ">", "<=", ">=", "STARTS_WITH", "ENDS_WITH", "CONTAINS"})
 _LOGICAL = frozenset({"AND", "OR", "XOR"})
+# The comparisons an index seek or a scan filter uses.
+_SEEKABLE = frozenset({"=", "<", "<=", ">", ">=", "STARTS_WITH"})
 
 
 class _Known:
@@ -268,8 +562,9 @@ def cannot_raise(expr: ast.Expr, elements: Container[str], paths: Container[str]
     Deliberately small (fail closed): AND/OR/XOR/NOT over comparisons, IN a list literal,
     IS NULL, type and label predicates, on literals, parameters, variables and properties of
     this pattern's elements; and all/any/none/single over ``nodes(p)``/``relationships(p)`` of one
-    of this pattern's ``paths`` with such a condition (shortestPath can then still apply it during
-    its search). `AND` of a non-boolean raises, so its operands must be conditions.
+    of this pattern's ``paths`` with such a condition. `AND` of a non-boolean raises, so its
+    operands must be conditions. Such a condition still runs behind its elements' visibility
+    (its cost could depend on a hidden value); one that could raise waits for every element.
 
     Iterative: a flat chain of 2,000 ORs is as deep as the tree gets without brackets.
     """
@@ -296,9 +591,7 @@ def cannot_raise(expr: ast.Expr, elements: Container[str], paths: Container[str]
         elif isinstance(node, ast.IsNull | ast.TypePredicate):
             safe = _value_cannot_raise(node.operand, names)
         elif isinstance(node, ast.LabelCheck):
-            subject = ast.unparen(node.subject)
-            computed = any(isinstance(n, ast.LabelDynamic) for n in node.labels.walk())
-            safe = isinstance(subject, ast.Variable) and subject.name in names and not computed
+            safe = _static_label_check(node, names)
         elif isinstance(node, ast.Quantified) and node.where is not None and _is_path_elements(node.source, paths):
             pending.append((node.where, names.plus(node.variable.name)))
             continue
@@ -307,6 +600,12 @@ def cannot_raise(expr: ast.Expr, elements: Container[str], paths: Container[str]
         if not safe:
             return False
     return True
+
+
+def _static_label_check(node: ast.LabelCheck, elements: Container[str]) -> bool:
+    subject = ast.unparen(node.subject)
+    computed = any(isinstance(n, ast.LabelDynamic) for n in node.labels.walk())
+    return isinstance(subject, ast.Variable) and subject.name in elements and not computed
 
 
 def _is_path_elements(expr: ast.Expr, paths: Container[str]) -> bool:
@@ -329,41 +628,130 @@ def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
     return out
 
 
-def _risky_conjuncts(where: ast.Expr, elements: Container[str], paths: Container[str]) -> list[ast.Expr]:
-    return [c for c in _conjuncts(where) if not cannot_raise(c, elements, paths)]
+def _constant(expr: ast.Expr) -> bool:
+    """A literal, a parameter, or a list literal of them: known before any element is read."""
+    expr = ast.unparen(expr)
+    if isinstance(expr, ast.ListLiteral):
+        return all(isinstance(ast.unparen(item), ast.Literal | ast.Parameter) for item in expr.items)
+    return isinstance(expr, ast.Literal | ast.Parameter)
 
 
-def guard_where(
+def _element_property(expr: ast.Expr, elements: Container[str]) -> bool:
+    expr = ast.unparen(expr)
+    if not isinstance(expr, ast.Property):
+        return False
+    subject = ast.unparen(expr.subject)
+    return isinstance(subject, ast.Variable) and subject.name in elements
+
+
+def seekable(condition: ast.Expr, elements: Container[str]) -> bool:
+    """A comparison an index seek or a label-scan filter can use: kept outside the guard.
+
+    One element's property compared with a parameter or a literal by =, <, <=, >, >=,
+    STARTS WITH, IN a parameter or a list literal, IS [NOT] NULL; and a static label check of an
+    element (a label scan). None of them can raise, and each costs a bounded, value-independent
+    amount per row beyond what it decides.
+    """
+    condition = ast.unparen(condition)
+    if isinstance(condition, ast.BinaryOp) and condition.op in _SEEKABLE:
+        left, right = condition.left, condition.right
+        return (_element_property(left, elements) and _scalar(right)) or (
+            _element_property(right, elements) and _scalar(left)
+        )
+    if isinstance(condition, ast.BinaryOp) and condition.op == "IN":
+        return _element_property(condition.left, elements) and _constant(condition.right)
+    if isinstance(condition, ast.IsNull):
+        return _element_property(condition.operand, elements)
+    if isinstance(condition, ast.LabelCheck):
+        return not condition.negated and _static_label_check(condition, elements)
+    return False
+
+
+def _scalar(expr: ast.Expr) -> bool:
+    return isinstance(ast.unparen(expr), ast.Literal | ast.Parameter)
+
+
+def _referenced(exprs: list[ast.Expr]) -> set[str]:
+    return {node.name for expr in exprs for node in expr.walk() if isinstance(node, ast.Variable)}
+
+
+def guard_condition(
     ctx: Context,
     where: ast.Expr,
-    guard: str | Callable[[list[ast.Expr]], str],
+    checks: dict[str, tuple[str, ...]],
     elements: Container[str],
-    paths: Container[str] = frozenset(),
     *,
+    every: tuple[str, ...],
+    own: frozenset[str] = frozenset(),
+    paths: Container[str] = frozenset(),
     then: str = "",
 ) -> None:
-    """Run ``where`` only once ``guard`` holds, if any of its conjuncts could raise; append ``then``.
+    """Run ``where`` only once the elements it names (and ``own``) are visible; append ``then``.
 
-    ``guard`` is the guard's text, or builds it from the conjuncts that could raise (an empty
-    text: nothing to check them behind, refuse). Without any, ``where`` stays as written:
-    ``(where)`` followed by ``then``.
+    ``checks`` says what each name waits for; ``every`` is the guard of a condition that could
+    raise (every element of its owner). The ``seekable`` conjuncts are repeated in front of the
+    CASE, as written. With nothing to wait for (every name bound before, already filtered),
+    ``where`` stays as written: ``(where)`` followed by ``then``.
     """
-    risky = _risky_conjuncts(where, elements, paths)
-    if not risky:
+    conjuncts = _conjuncts(where)
+    kept = [c for c in conjuncts if seekable(c, elements)]
+    rest = [c for c in conjuncts if not any(c is k for k in kept)]
+    guard = ""
+    if rest:
+        named = [text for name in sorted(set(own) | _referenced(rest)) for text in checks.get(name, ())]
+        risky = any(not cannot_raise(c, elements, paths) for c in rest)
+        guard = _joined([*every, *named] if risky else named)
+    if not guard:
         if then:
             ctx.edits.open(where, "(")
             ctx.edits.close(where, f"){then}")
         return
-    text = guard if isinstance(guard, str) else guard(risky)
-    if not text:
-        raise SCOPE_UNSUPPORTED.rejected(
-            f"the condition {ctx.parsed.source(risky[0])!r} could fail on a hidden element and names no "
-            "element of its pattern to check first; move it into the MATCH's WHERE"
-        )
-    flagged = set(risky)
-    seekable = "".join(f"({ctx.parsed.source(c)}) AND " for c in _conjuncts(where) if c not in flagged)
-    ctx.edits.open(where, f"{seekable}CASE WHEN {text} THEN (")
+    front = "".join(f"({ctx.parsed.source(c)}) AND " for c in kept)
+    ctx.edits.open(where, f"{front}CASE WHEN {guard} THEN (")
     ctx.edits.close(where, f") ELSE false END{then}")
+
+
+def _guard_inline(
+    ctx: Context,
+    path: ast.Path,
+    checks: dict[str, tuple[str, ...]],
+    elements: Container[str],
+    every: tuple[str, ...] = (),
+) -> None:
+    """Inline WHEREs, property maps and unquantified groups' WHEREs, behind the visibility of what they name.
+
+    An inline condition waits for its own element and the elements it names (a relationship: with
+    its ends); a quantified relationship is one relationship inside its own WHERE. Quantified
+    groups guard their own (``_scope_group``).
+    """
+    for element in path.elements:
+        if isinstance(element, ast.QuantifiedPath):
+            if element.quantifier is None:
+                if element.where is not None and element not in ctx.handled:
+                    guard_condition(ctx, element.where, checks, elements, every=every)
+                _guard_inline(ctx, element.path, checks, elements, every)  # depth bounded by the brackets
+            continue
+        name = _element_name(ctx, element)
+        if name is None:
+            continue  # an element with a condition has been named
+        local, known = checks, elements
+        if isinstance(element, ast.RelPattern) and element.quantifier is not None:
+            # A quantified relationship is a single one in its own WHERE.
+            local = {**checks, name: _single_relationship(ctx, name, _stated_type(element.types))}
+            known = _Known(elements, (name,))
+        own = frozenset({name})
+        if element.where is not None:
+            guard_condition(ctx, element.where, local, known, every=local.get(name, ()), own=own)
+        if isinstance(element.properties, ast.MapLiteral):
+            for entry in element.properties.entries:
+                if not _constant(entry.value):
+                    guard = _guard_text(local, set(own) | _referenced([entry.value]))
+                    if guard:
+                        _behind(ctx, entry.value, guard, otherwise="null")
+
+
+def _single_relationship(ctx: Context, name: str, types: frozenset[str]) -> tuple[str, ...]:
+    return (ctx.predicates.visible_relationship_with_endpoints(quote_name(name), types),)
 
 
 def _behind(ctx: Context, expr: ast.Expr, guard: str, *, otherwise: str) -> None:
@@ -372,168 +760,193 @@ def _behind(ctx: Context, expr: ast.Expr, guard: str, *, otherwise: str) -> None
     ctx.edits.close(expr, f") ELSE {otherwise} END")
 
 
-# Kinds of element variables: a single node or relationship, or a list of relationships
-# (`-[r*1..3]-`, `-[r]->{1,3}` outside its own WHERE).
-_NODE, _REL, _RELS = "node", "rel", "rels"
+# ---- the owners of patterns ---------------------------------------------------------------------
 
 
-def _env(path: ast.Path) -> dict[str, str]:
-    """The element variables ``path`` binds as seen from its own level (not inside quantified groups)."""
-    env: dict[str, str] = {}
-    for element in path.elements:
-        if isinstance(element, ast.NodePattern) and element.variable is not None:
-            env[element.variable.name] = _NODE
-        elif isinstance(element, ast.RelPattern) and element.variable is not None:
-            listed = element.length is not None or element.quantifier is not None
-            env[element.variable.name] = _RELS if listed else _REL
-        elif isinstance(element, ast.QuantifiedPath) and element.quantifier is None:
-            env.update(_env(element.path))  # `((a)-->(b))`: a plain group binds singletons (bracket-bounded depth)
-    return env
-
-
-def _owner_paths(owner: ast.Node) -> list[ast.Path]:
-    if isinstance(owner, ast.Match | ast.SubqueryExpr):
-        return [part.path for part in owner.patterns]
-    if isinstance(owner, ast.PatternComprehension):
-        return [owner.pattern]
-    return []
-
-
-def _elements_of(owner: ast.Node) -> frozenset[str]:
-    return frozenset(name for path in _owner_paths(owner) for name in _singletons(_env(path)))
-
-
-def _element_guard(ctx: Context, env: dict[str, str], names: set[str], single: str | None = None) -> str:
-    """One predicate: every element of ``env`` named in ``names`` is visible ("" when none is).
-
-    ``single`` names a quantified relationship inside its own WHERE, where it is one relationship.
-    """
-    kinds = {name: _REL if name == single else env[name] for name in sorted(names) if name in env}
-    return ctx.predicates.visible_elements(
-        [quote_name(n) for n, kind in kinds.items() if kind == _NODE],
-        [quote_name(n) for n, kind in kinds.items() if kind == _REL],
-        [quote_name(n) for n, kind in kinds.items() if kind == _RELS],
+def _finish(ctx: Context, node: ast.Node, owner: _Owner, where: ast.Expr | None, after: int) -> None:
+    """AND one conjunct per element (and per path checked whole) into ``where``, guarding the agent's."""
+    conditions = _joined(owner.root())
+    checks = owner.checks()
+    if where is None:
+        if conditions:
+            ctx.edits.close(node, f" WHERE {conditions}", offset=after)
+        return
+    guard_condition(
+        ctx,
+        where,
+        checks,
+        owner.singletons,
+        every=tuple(owner.root()),
+        paths=owner.paths.keys(),
+        then=_and(conditions),
     )
 
 
-def _referenced(exprs: list[ast.Expr]) -> set[str]:
-    return {node.name for expr in exprs for node in expr.walk() if isinstance(node, ast.Variable)}
+def _scope_parts(ctx: Context, owner: _Owner, parts: list[ast.PatternPart], *, named: bool = True) -> None:
+    """Scope each part; name a part that is checked as a whole path (``named``: a MATCH's part in the tree)."""
+    for part in parts:
+        whole = needs_path_predicate(ctx.parsed, part.selector, part.path)
+        name = _name_part(ctx, part) if whole else (part.variable.name if part.variable is not None else None)
+        _scope_part(ctx, owner, part.path, part if named else None, name, whole=whole)
+        scope_selected_path(ctx, part, owner)
 
 
-def _guard_value(ctx: Context, value: ast.Expr, guard: str) -> None:
-    """A property-map value that could raise runs only once ``guard`` holds (else null: no match)."""
-    if not guard:
-        raise SCOPE_UNSUPPORTED.rejected(
-            f"the property value {ctx.parsed.source(value)!r} could fail on a hidden element; "
-            "use a literal or a parameter, or move the condition into the MATCH's WHERE"
-        )
-    _behind(ctx, value, guard, otherwise="null")
+def _guard_parts(ctx: Context, owner: _Owner, paths: list[ast.Path]) -> None:
+    checks = owner.checks()
+    every = tuple(owner.root())
+    for path in paths:
+        _guard_inline(ctx, path, checks, owner.singletons, every)
 
 
-def _singletons(env: dict[str, str]) -> frozenset[str]:
-    return frozenset(name for name, kind in env.items() if kind in (_NODE, _REL))
-
-
-def _guard_element(
-    ctx: Context, element: ast.NodePattern | ast.RelPattern, env: dict[str, str], singletons: frozenset[str]
-) -> None:
-    own = {element.variable.name} if element.variable is not None else set()
-    single: str | None = None
-    known: Container[str] = singletons
-    if isinstance(element, ast.RelPattern) and element.variable is not None and element.length is None:
-        single = element.variable.name  # a quantified relationship is a single one in its own WHERE
-        known = _Known(singletons, (single,))
-    if element.where is not None:
-        where = element.where
-        guard_where(ctx, where, lambda risky: _element_guard(ctx, env, own | _referenced(risky), single), known)
-    if isinstance(element.properties, ast.MapLiteral):
-        for entry in element.properties.entries:
-            if not _value_cannot_raise(entry.value, known):
-                _guard_value(ctx, entry.value, _element_guard(ctx, env, own | _referenced([entry.value]), single))
-
-
-def guard_path_conditions(ctx: Context, path: ast.Path) -> None:
-    """Inline WHEREs, property maps and quantified-path WHEREs inside ``path``, behind their elements' visibility."""
-    env = _env(path)
-    singletons = _singletons(env)
-    for element in path.elements:
-        if isinstance(element, ast.QuantifiedPath):
-            inner = _env(element.path)
-            if element.where is not None:
-                # Every element of the group is in scope here: check them all, not only those named.
-                guard_where(ctx, element.where, _element_guard(ctx, inner, set(inner)), _singletons(inner))
-            guard_path_conditions(ctx, element.path)  # depth bounded by the brackets
-        else:
-            _guard_element(ctx, element, env, singletons)
-
-
-def scope_selected_path(ctx: Context, part: ast.PatternPart) -> None:
+def scope_selected_path(ctx: Context, part: ast.PatternPart, owner: _Owner) -> None:
     """Under a GQL selector (ANY SHORTEST, SHORTEST k, …), visibility must hold *before* the selection.
 
     Neo4j selects among the paths the selector's parenthesised path pattern matches, after that
     pattern's own WHERE: ``ANY SHORTEST (q = (a)-->+(b) WHERE <q is visible>)``. A hidden shorter path
-    then never suppresses a visible one. The MATCH-level predicate stays too (it costs nothing).
+    then never suppresses a visible one. The group's own WHERE (the agent's) waits for the
+    visibility of what it names, the whole path when it names the path (``nodes(q)``). The
+    MATCH-level predicate stays too (it costs nothing).
     """
-    if part.selector in SCOPABLE_SELECTORS or part.selector in ("shortestPath", "allShortestPaths"):
+    if part.selector in SCOPABLE_SELECTORS:
         return
     path = part.path
     only = path.elements[0] if len(path.elements) == 1 else None
-    if isinstance(only, ast.QuantifiedPath) and only.quantifier is None and only.variable is not None:
-        # `SHORTEST 1 (q = … WHERE …)`: the agent named the group; its WHERE gets the predicate.
-        condition = f"({ctx.predicates.visible_path(only.variable.name, has_relationships=_has_relationships(path))})"
+    if isinstance(only, ast.QuantifiedPath) and only.quantifier is None:
+        if only.variable is not None:
+            name = only.variable.name
+        else:
+            name = ctx.fresh("p")  # `ANY SHORTEST ((a)-->+(b) WHERE …)`: the group gets a name to check
+            ctx.edits.open(only.path, f"{name} = ")
+        group = _Owner(ctx.predicates, owner.outer)
+        _scope_elements(ctx, group, only.path, None, name_all=False)
+        group.paths[name] = _has_relationships(path)
+        for element in _flat(only.path):
+            variable = element.variable if isinstance(element, ast.RelPattern) else None
+            if variable is not None and variable.name not in group.rels:
+                group.waits_for_path[variable.name] = name
+            elif isinstance(element, ast.QuantifiedPath):
+                for inner in _env(element.path):
+                    group.waits_for_path[inner] = name
+        whole = ctx.predicates.visible_path(quote_name(name), has_relationships=group.paths[name])
+        condition = _joined([whole])
         if only.where is None:
             ctx.edits.close(only.path, f" WHERE {condition}")
         else:
-            ctx.edits.open(only.where, "(")
-            ctx.edits.close(only.where, f") AND {condition}")
+            ctx.handled.add(only)
+            guard_condition(
+                ctx, only.where, group.checks(), group.singletons,
+                every=(whole,), paths={name}, then=_and(condition),
+            )  # fmt: skip
         return
-    name = ctx.fresh_path()
+    name = ctx.fresh("p")
     condition = f"({ctx.predicates.visible_path(name, has_relationships=_has_relationships(path))})"
     ctx.edits.open(path, f"({name} = ")
     ctx.edits.close(path, f" WHERE {condition})")
 
 
-def _scope_match(ctx: Context, node: ast.Match) -> list[tuple[str, ast.Path]]:
-    paths = [(_name_part(ctx, part), part.path) for part in node.patterns]
-    for part in node.patterns:
-        scope_selected_path(ctx, part)
-    _add_condition(ctx, node, node.where, node.end, paths)
-    return paths
+def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
+    """The variables each MATCH clause finds bound by earlier clauses of its query part.
+
+    Their elements came from an earlier pattern (nothing else yields a node or a relationship),
+    so they were filtered there and are not checked again. Conservative: a subquery's body
+    starts with nothing bound (its imports are checked again), a WITH or RETURN keeps only what
+    it lists (or everything with ``*``), a CALL's returned columns count as unbound.
+    """
+    out: dict[ast.Match, frozenset[str]] = {}
+    bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
+    bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
+    for body in bodies:
+        for query in _single_queries(body):
+            bound: set[str] = set()
+            for clause in query.clauses:
+                if isinstance(clause, ast.Match):
+                    out[clause] = frozenset(bound)
+                    bound |= _declared(clause)
+                elif isinstance(clause, ast.With | ast.Return):
+                    listed = {
+                        item.alias.name if item.alias else _variable(item.expression)
+                        for item in clause.projection.items
+                    }
+                    bound = (bound if clause.projection.star else set()) | {name for name in listed if name}
+                elif isinstance(clause, ast.Unwind):
+                    bound.add(clause.variable.name)
+    return out
 
 
-def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[tuple[str, ast.Path]]:
+def _single_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
+    if isinstance(body, ast.SingleQuery):
+        return [body]
+    if isinstance(body, ast.Union):
+        return list(body.queries)
+    if isinstance(body, ast.When):
+        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
+    return [query for segment in body.segments for query in _single_queries(segment)]  # bracket-bounded depth
+
+
+def _variable(expr: ast.Expr) -> str | None:
+    expr = ast.unparen(expr)
+    return expr.name if isinstance(expr, ast.Variable) else None
+
+
+def _declared(clause: ast.Match) -> set[str]:
+    names = {part.variable.name for part in clause.patterns if part.variable is not None}
+    for part in clause.patterns:
+        names |= {
+            n.variable.name for n in part.path.walk() if isinstance(n, ast.NodePattern | ast.RelPattern) and n.variable
+        }
+    return names
+
+
+def _scope_match(ctx: Context, node: ast.Match) -> list[ast.Path]:
+    owner = _Owner(ctx.predicates, ctx.bound.get(node, frozenset()))
+    _scope_parts(ctx, owner, node.patterns)
+    _finish(ctx, node, owner, node.where, node.end)
+    _guard_parts(ctx, owner, [part.path for part in node.patterns])
+    return [part.path for part in node.patterns]
+
+
+def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
     if node.body is not None:
         return []  # a full query: its own MATCH clauses are scoped as clauses
-    # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH p = … }`.
+    # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH … }`.
     ctx.edits.open(node, "MATCH ", offset=node.patterns[0].start)
-    paths = [(_name_part(ctx, part), part.path) for part in node.patterns]
-    for part in node.patterns:
-        scope_selected_path(ctx, part)
-    _add_condition(ctx, node, node.where, node.patterns[-1].end, paths)
-    return paths
+    owner = _Owner(ctx.predicates)
+    _scope_parts(ctx, owner, node.patterns, named=False)
+    _finish(ctx, node, owner, node.where, node.patterns[-1].end)
+    _guard_parts(ctx, owner, [part.path for part in node.patterns])
+    return [part.path for part in node.patterns]
 
 
-def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[tuple[str, ast.Path]]:
-    if node.path_variable is not None:
-        name = node.path_variable.name
-    else:
-        name = ctx.fresh_path()
+def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[ast.Path]:
+    owner = _Owner(ctx.predicates)
+    whole = needs_path_predicate(ctx.parsed, None, node.pattern)
+    name = node.path_variable.name if node.path_variable is not None else None
+    if whole and name is None:
+        name = ctx.fresh("p")
         ctx.edits.open(node.pattern, f"{name} = ")
-    paths = [(name, node.pattern)]
-    _add_condition(ctx, node, node.where, node.pattern.end, paths)
-    return paths
+    _scope_part(ctx, owner, node.pattern, None, name, whole=whole)
+    _finish(ctx, node, owner, node.where, node.pattern.end)
+    _guard_parts(ctx, owner, [node.pattern])
+    return [node.pattern]
 
 
-def _scope_pattern_predicate(ctx: Context, node: ast.PatternPredicate) -> list[tuple[str, ast.Path]]:
-    # `WHERE (a)-->(b)` is true iff a visible such path exists.
-    name = ctx.fresh_path()
-    paths = [(name, node.pattern.path)]
-    ctx.edits.open(node, f"EXISTS {{ MATCH {name} = ")
-    ctx.edits.close(node, f" WHERE {_condition(ctx, paths)} }}")
-    return paths
+def _scope_pattern_predicate(ctx: Context, node: ast.PatternPredicate) -> list[ast.Path]:
+    # `WHERE (a)-->(b)` is true iff a visible such path exists. A pattern predicate cannot bind a
+    # node of its own (Neo4j refuses one), so its named nodes are the outer ones, already checked.
+    path = node.pattern.path
+    outer = frozenset(n.variable.name for n in path.walk() if isinstance(n, ast.NodePattern) and n.variable)
+    owner = _Owner(ctx.predicates, outer)
+    whole = needs_path_predicate(ctx.parsed, node.pattern.selector, path)
+    name = ctx.fresh("p") if whole else None
+    ctx.edits.open(node, f"EXISTS {{ MATCH {name} = " if name else "EXISTS { MATCH ")
+    _scope_part(ctx, owner, path, None, name, whole=whole)
+    conditions = _joined(owner.root())
+    ctx.edits.close(node, f" WHERE {conditions} }}" if conditions else " }")
+    _guard_parts(ctx, owner, [path])
+    return [path]
 
 
-Scoper = Callable[[Context, Any], list[tuple[str, ast.Path]]]
+Scoper = Callable[[Context, Any], list[ast.Path]]
 
 # Expressions that own patterns: each draws its generated names from a frame of its own.
 EXPRESSION_OWNERS = (ast.SubqueryExpr, ast.PatternComprehension, ast.PatternPredicate)
@@ -544,16 +957,15 @@ SCOPERS: dict[type[ast.Node], Scoper] = {
     ast.PatternComprehension: _scope_comprehension,
     ast.PatternPredicate: _scope_pattern_predicate,
 }
-"""Every kind of node that owns patterns, and how its patterns receive their predicate."""
+"""Every kind of node that owns patterns, and how its patterns receive their visibility conjuncts."""
 
 
 def scope_patterns(ctx: Context) -> None:
-    """Give every pattern a path variable and a visibility condition in its own WHERE.
+    """Give every element of every pattern its visibility conjunct, and guard every agent condition.
 
-    In the same walk, every agent condition that could raise is put behind the visibility of
-    what it runs on (``guard_where``, ``guard_path_conditions``). It has to be the same
-    pre-order walk: a guarded conjunct can have the very span of a pattern predicate, and the
-    guard must be registered first to wrap the EXISTS the predicate becomes (edits.py).
+    It has to be one pre-order walk: a guarded conjunct can have the very span of a pattern
+    predicate, and the guard must be registered first to wrap the EXISTS the predicate becomes
+    (edits.py).
     """
     stack: list[tuple[ast.Node, Frame]] = [(statement, ctx.frame) for statement in reversed(ctx.parsed.statements)]
     while stack:
@@ -567,8 +979,7 @@ def scope_patterns(ctx: Context) -> None:
             ctx.edits.replace(node.start, token_at(ctx.parsed, node.start, "("), "")
         scoper = SCOPERS.get(type(node))
         if scoper is not None:
-            for _, path in scoper(ctx, node):
-                guard_path_conditions(ctx, path)
+            scoper(ctx, node)
         stack.extend((child, frame) for child in reversed(node.children()))
 
 
@@ -611,7 +1022,7 @@ def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, m
     ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
     would be longer than ``max_chars`` (checked before the text is built).
     """
-    ctx = Context(parsed=parsed, policy=policy, predicates=predicates)
+    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed))
     for scope_pass in PASSES:
         scope_pass(ctx)
     size = len(parsed.text) + ctx.edits.inserted_chars()

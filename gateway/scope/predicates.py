@@ -22,7 +22,6 @@ malformed value yields ``false`` instead of an error (checked against Neo4j
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.scope.rules import ToolRules
@@ -100,8 +99,11 @@ class Predicates:
         """The relationship itself is visible and not of a hidden type (endpoints are checked apart)."""
         return self.relationship_visible(rel)
 
+    # The rest is written from the two entry points above, so every rule the policy states holds
+    # wherever the rewrite checks an element.
+
     def visible_path(self, path: str, *, has_relationships: bool = True) -> str:
-        """Every node and every relationship on ``path`` is visible."""
+        """Every node and every relationship on ``path`` is visible (a relationship's ends are nodes of it)."""
         node = f"{GENERATED_PREFIX}x"
         out = f"all({node} IN nodes({path}) WHERE {self.node_visible(node)})"
         if has_relationships:
@@ -109,37 +111,19 @@ class Predicates:
             out += f" AND all({rel} IN relationships({path}) WHERE {self.relationship_visible(rel)})"
         return out
 
-    def visible_relationship_with_endpoints(self, rel: str) -> str:
-        """A relationship bound outside a pattern (an index procedure's YIELD): it and both endpoints."""
+    def visible_relationship_with_endpoints(self, rel: str, types: frozenset[str] = frozenset()) -> str:
+        """A relationship and both its ends (where the ends have no variable of their own)."""
         return (
-            f"{self.relationship_visible(rel)} AND ({self.node_visible(f'startNode({rel})')}) "
+            f"({self.relationship_visible(rel, types)}) AND ({self.node_visible(f'startNode({rel})')}) "
             f"AND ({self.node_visible(f'endNode({rel})')})"
         )
 
-    # One predicate for many paths or elements: the guard in front of an agent's condition names
-    # what it waits for, so its length grows by a name per path, not by a predicate per path.
-
-    def visible_paths(self, paths: Sequence[tuple[str, bool]]) -> str:
-        """Every node and relationship on every path of ``paths`` ((name, has_relationships) pairs) is visible."""
+    def visible_nodes(self, nodes: str, labels: frozenset[str] = frozenset()) -> str:
+        """Every node of the list ``nodes`` (a group variable) is visible."""
         node = f"{GENERATED_PREFIX}x"
-        nodes = " + ".join(f"nodes({name})" for name, _ in paths)
-        out = f"all({node} IN {nodes} WHERE {self.node_visible(node)})"
-        with_relationships = [name for name, has in paths if has]
-        if with_relationships:
-            rel = f"{GENERATED_PREFIX}r"
-            rels = " + ".join(f"relationships({name})" for name in with_relationships)
-            out += f" AND all({rel} IN {rels} WHERE {self.relationship_visible(rel)})"
-        return out
+        return f"all({node} IN {nodes} WHERE {self.node_visible(node, labels)})"
 
-    def visible_elements(self, nodes: Sequence[str], relationships: Sequence[str], lists: Sequence[str]) -> str:
-        """Every node of ``nodes``, every relationship of ``relationships`` and of each list in ``lists``
-        (variables), the relationships with both endpoints, is visible."""
-        parts: list[str] = []
-        if nodes:
-            node = f"{GENERATED_PREFIX}x"
-            parts.append(f"all({node} IN [{', '.join(nodes)}] WHERE {self.node_visible(node)})")
-        sources = ([f"[{', '.join(relationships)}]"] if relationships else []) + list(lists)
-        if sources:
-            rel = f"{GENERATED_PREFIX}e"
-            parts.append(f"all({rel} IN {' + '.join(sources)} WHERE {self.visible_relationship_with_endpoints(rel)})")
-        return " AND ".join(parts)
+    def visible_relationships(self, rels: str, types: frozenset[str] = frozenset()) -> str:
+        """Every relationship of the list ``rels``, with both its ends, is visible."""
+        rel = f"{GENERATED_PREFIX}e"
+        return f"all({rel} IN {rels} WHERE {self.visible_relationship_with_endpoints(rel, types)})"

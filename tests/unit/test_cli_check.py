@@ -28,7 +28,7 @@ def test_allowed_query_exit_0_and_one_json_object_with_the_scoped_query() -> Non
     out = json.loads(result.stdout)
     rewritten = out.pop("rewritten")
     assert out == {"allowed": True, "rule": None, "reason": None, "tool": "analyze", "policy": "default"}
-    assert rewritten.startswith("MATCH __gw_p1 = (n) WHERE ") and "$__gw_scope" in rewritten
+    assert rewritten.startswith("MATCH (n) WHERE (any(__gw_v IN [n.layers] ") and "$__gw_scope" in rewritten
 
 
 def test_rejected_query_exit_3_with_rule_and_reason() -> None:
@@ -62,7 +62,7 @@ def test_check_needs_neither_neo4j_nor_docker() -> None:
     env.update(NEO4J_URI="bolt://127.0.0.1:1", DOCKER_HOST="unix:///nonexistent/docker.sock")
     result = run("check", stdin="MATCH (n) RETURN n", env=env)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["rewritten"].startswith("MATCH __gw_p1 = (n) WHERE ")
+    assert json.loads(result.stdout)["rewritten"].startswith("MATCH (n) WHERE (any(__gw_v IN [n.layers] ")
 
 
 @pytest.mark.parametrize("params", ["{", "[1, 2]", '"x"'])

@@ -103,4 +103,8 @@ def test_coverage_finds_every_pattern_wherever_it_occurs() -> None:
         "(a)-[*..3]-(d)", "(c)-->(f)", "(c)-->(g)",
     ]  # fmt: skip
     rewritten = scope.plan(decision.parsed, POLICY, "analyze", ALICE).cypher
-    assert rewritten.count("all(__gw_x IN nodes(") >= len(found)
+    # Every element of a fixed-length pattern checked on its own (anonymous ones named), the
+    # quantified group per iteration, the variable-length path as a whole.
+    for name in ("a", "b", "c", "d", "x", "y", "e", "f", "g"):
+        assert f"[{name}.layers]" in rewritten, name
+    assert "all(__gw_x IN nodes(p)" in rewritten and "[__gw_n1_1.layers]" in rewritten

@@ -3,10 +3,12 @@
 For every corpus read the guard allows (and a set of adversarial WHERE shapes), the
 rewritten text is re-parsed with the guard's parser. Then:
 
-* every MATCH pattern part and pattern comprehension has a path variable;
-* the WHERE of every MATCH / EXISTS / COUNT / comprehension is ``<agent's> AND <scope>``
-  at the top of the tree (so no OR, XOR or comment in the agent's text can bind looser);
-* the scope conjunct names every path variable of that pattern;
+* every element of a fixed-length pattern has a variable (anonymous ones a generated one),
+  and its visibility is a conjunct of its own at the root of the owner's WHERE (so no OR,
+  XOR or comment in the agent's text can bind looser); a quantified group's elements at the
+  root of the group's WHERE (per iteration);
+* a pattern with a selector, a variable-length or a quantified relationship has a path
+  variable whose whole-path predicate is a conjunct at the root;
 * no pattern predicate is left bare (each became an EXISTS subquery).
 """
 
@@ -21,6 +23,9 @@ from gateway.cypher import ParsedQuery, ast, parse
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
+from gateway.scope.passes import bound_before, needs_path_predicate
+from gateway.scope.predicates import Predicates, quote_name
+from gateway.scope.rules import ToolRules
 from tests.support.corpus import load_corpus
 from tests.support.shapes import ADVERSARIAL_WHERE
 
@@ -36,45 +41,147 @@ def corpus_reads() -> list[str]:
     return out
 
 
-def _root_conjuncts(parsed: ParsedQuery, where: ast.Expr | None) -> list[str]:
-    """The sources of the AND-conjuncts at the root of ``where``, outer parentheses stripped."""
-    assert where is not None, "a pattern's WHERE is missing"
-    out, stack = [], [where]
+def _predicates() -> Predicates:
+    settings = POLICY.scope
+    hidden = tuple(sorted(POLICY.hidden_relationship_types("analyze")))
+    return Predicates(
+        settings.layers_property,
+        settings.scope_parameter,
+        hidden,
+        settings.untagged == "global",
+        ToolRules.of(POLICY, "analyze"),
+    )
+
+
+def _root_conjuncts(parsed: ParsedQuery, where: ast.Expr | None) -> set[str]:
+    """The sources of the AND-conjuncts at the root of ``where``, each without its outer parentheses."""
+    out, stack = set(), [where] if where is not None else []
     while stack:
         node = stack.pop()
         if isinstance(node, ast.BinaryOp) and node.op == "AND":
             stack.extend([node.right, node.left])
         else:
-            out.append(parsed.source(node).strip("() "))
+            out.add(parsed.source(ast.unparen(node)))
     return out
 
 
-def _assert_guarded(parsed: ParsedQuery, where: ast.Expr | None, names: list[str]) -> None:
+def _bare(text: str) -> str:
+    """``text`` without parentheses around the whole of it (as a root conjunct is compared)."""
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for index, char in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and index < len(text) - 1:
+                return text
+        text = text[1:-1]
+    return text
+
+
+def _flat(path: ast.Path) -> list[ast.PathElement]:
+    out: list[ast.PathElement] = []
+    for element in path.elements:
+        if isinstance(element, ast.QuantifiedPath) and element.quantifier is None:
+            out += _flat(element.path)
+        else:
+            out.append(element)
+    return out
+
+
+def _stated(labels: ast.LabelExpression | None, *, one: bool = False) -> frozenset[str]:
+    # Labels: only a conjunction of names states labels every match carries; types (``one``): the
+    # alternatives a pattern allows.
+    operator = "|" if one else "&"
+    if labels is None or not all(
+        isinstance(n, ast.LabelExpression | ast.LabelName | ast.LabelParen)
+        or (isinstance(n, ast.LabelBinary) and n.op == operator)
+        for n in labels.walk()
+    ):
+        return frozenset()
+    return frozenset(labels.names())
+
+
+def _assert_elements(
+    parsed: ParsedQuery, path: ast.Path, where: ast.Expr | None, outer: set[str], predicates: Predicates
+) -> None:
+    """Every element of a fixed-length path has a variable and its own conjunct at the root of ``where``."""
     conjuncts = _root_conjuncts(parsed, where)
-    for name in names:
-        # Our predicate, whole, as its own conjunct at the root: nothing of the agent's can bind looser.
-        assert any(c.startswith(f"all(__gw_x IN nodes({name}) WHERE") for c in conjuncts), (
-            f"path {name} is not guarded at the root of the WHERE: {conjuncts!r}"
+    for element in _flat(path):
+        if isinstance(element, ast.QuantifiedPath):
+            _assert_elements(parsed, element.path, element.where, set(), predicates)  # per iteration
+            continue
+        assert element.variable is not None, f"element without a variable: {parsed.source(element)!r}"
+        name = element.variable.name
+        if name in outer:
+            continue
+        if isinstance(element, ast.NodePattern):
+            expected = predicates.node_visible(quote_name(name), _stated(element.labels))
+        else:
+            expected = predicates.relationship_visible(quote_name(name), _stated(element.types, one=True))
+        assert _bare(expected) in conjuncts, (
+            f"{name} is not checked at the root of {parsed.source(where) if where else ''!r}"
         )
 
 
+def _assert_owner(
+    parsed: ParsedQuery, parts: list[tuple[str | None, ast.Variable | None, ast.Path]], where: ast.Expr | None,
+    outer: set[str], predicates: Predicates,
+) -> None:  # fmt: skip
+    for selector, variable, path in parts:
+        if needs_path_predicate(parsed, selector, path):
+            assert variable is not None, f"a path checked as a whole needs a variable: {parsed.source(path)!r}"
+            name = quote_name(variable.name)
+            expected = {predicates.visible_path(name, has_relationships=has) for has in (True, False)}
+            assert {_bare(e) for e in expected} & _root_conjuncts(parsed, where), (
+                f"path {variable.name} is not checked at the root"
+            )
+        else:
+            _assert_elements(parsed, path, where, outer, predicates)
+
+
+def _declared(node: ast.Node) -> set[str]:
+    return {n.name for n in node.walk() if isinstance(n, ast.Variable)}
+
+
+BOUND: dict[ast.Match, frozenset[str]] = {}
+
+
+def _declared_before(parsed: ParsedQuery, offset: int) -> set[str]:
+    return {
+        n.variable.name
+        for n in parsed.walk()
+        if isinstance(n, ast.NodePattern | ast.RelPattern) and n.variable is not None and n.start < offset
+    }
+
+
+def _check(parsed: ParsedQuery, node: ast.Node, outer: set[str], predicates: Predicates) -> None:
+    inner = outer
+    if isinstance(node, ast.Match):
+        parts = [(part.selector, part.variable, part.path) for part in node.patterns]
+        _assert_owner(parsed, parts, node.where, outer | BOUND.get(node, frozenset()), predicates)
+        inner = outer | set().union(*(_declared(part) for part in node.patterns))
+    elif isinstance(node, ast.PatternComprehension):
+        _assert_owner(parsed, [(None, node.path_variable, node.pattern)], node.where, outer, predicates)
+        inner = outer | _declared(node.pattern)
+    elif isinstance(node, ast.SubqueryExpr):
+        # Every short form was turned into a MATCH body (checked as a Match below); the names bound
+        # before it (by earlier clauses too) were checked where they were bound.
+        assert node.body is not None, f"short-form subquery left: {parsed.source(node)!r}"
+        inner = outer | _declared_before(parsed, node.start)
+    elif isinstance(node, ast.PatternPredicate):
+        raise AssertionError(f"bare pattern predicate left: {parsed.source(node)!r}")
+    for child in node.children():
+        _check(parsed, child, inner, predicates)
+
+
 def assert_closed(rewritten: str) -> None:
+    """Every element of every pattern is checked at the root of its owner's WHERE (names bound around
+    a subquery or comprehension are checked where they are bound)."""
     parsed = parse(rewritten, max_chars=10**6, max_depth=POLICY.tool("analyze").limits.max_nesting_depth)
-    for node in parsed.walk():
-        if isinstance(node, ast.Match):
-            names = []
-            for part in node.patterns:
-                assert part.variable is not None, f"pattern without a path variable: {parsed.source(part)!r}"
-                names.append(part.variable.name)
-            _assert_guarded(parsed, node.where, names)
-        elif isinstance(node, ast.PatternComprehension):
-            assert node.path_variable is not None
-            _assert_guarded(parsed, node.where, [node.path_variable.name])
-        elif isinstance(node, ast.SubqueryExpr):
-            # Every short form was turned into a MATCH body (checked as a Match above).
-            assert node.body is not None, f"short-form subquery left: {parsed.source(node)!r}"
-        elif isinstance(node, ast.PatternPredicate):
-            raise AssertionError(f"bare pattern predicate left: {parsed.source(node)!r}")
+    predicates = _predicates()
+    BOUND.clear()
+    BOUND.update(bound_before(parsed))  # names an earlier clause bound (and checked)
+    for statement in parsed.statements:
+        _check(parsed, statement, set(), predicates)
 
 
 def _rewrite(query: str) -> str | None:

@@ -40,7 +40,7 @@ def test_hidden_relationship_types_are_the_denied_and_the_bookkeeping_ones() -> 
 
 def test_a_plan_holds_the_rewrite_the_parameter_the_result_check_and_the_error_policy() -> None:
     plan = scope.plan(parsed(), POLICY, "analyze", BOB)
-    assert plan.cypher.startswith("MATCH __gw_p1 = (a:Fact)-[r]->(b) WHERE ")
+    assert plan.cypher.startswith("MATCH (a:Fact)-[r]->(b) WHERE (any(__gw_v IN [a.layers] ")
     assert plan.params == {POLICY.scope.scope_parameter: ["project-a", "project-b"]}
     assert plan.result_check is not None
     assert plan.result_check.layers == ["project-a", "project-b"]
@@ -57,7 +57,7 @@ def test_both_layers_hide_the_same_relationship_types() -> None:
     plan = scope.plan(parsed(), custom, "analyze", BOB)
     hidden = sorted(custom.hidden_relationship_types("analyze"))
     assert plan.result_check is not None and plan.result_check.hidden_relationship_types == hidden
-    assert f"NOT type(__gw_r) IN [{', '.join(repr(t) for t in hidden)}]" in plan.cypher
+    assert f"NOT type(r) IN [{', '.join(repr(t) for t in hidden)}]" in plan.cypher
 
 
 @pytest.mark.parametrize(

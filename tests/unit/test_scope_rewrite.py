@@ -10,6 +10,8 @@ from gateway import guard, scope
 from gateway.domain import LayerSwitches, Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
+from gateway.scope.predicates import Predicates
+from gateway.scope.rules import ToolRules
 
 POLICY = load_policy()
 ANYONE = Principal(name="scope-rewrite")
@@ -30,57 +32,101 @@ def refusal(cypher: str) -> str:
     return info.value.reason
 
 
-def test_a_match_gets_a_path_variable_and_a_predicate_on_every_node_and_relationship() -> None:
-    out = rewritten("MATCH (a:Fact)-->(b) RETURN b")
-    assert out.startswith("MATCH __gw_p1 = (a:Fact)-->(b) WHERE ")
-    assert "all(__gw_x IN nodes(__gw_p1)" in out and "all(__gw_r IN relationships(__gw_p1)" in out
-    assert "$__gw_scope" in out and out.endswith(" RETURN b")
+def _predicates(policy: Policy = POLICY) -> Predicates:
+    hidden = tuple(sorted(policy.hidden_relationship_types("analyze")))
+    settings = policy.scope
+    return Predicates(
+        settings.layers_property,
+        settings.scope_parameter,
+        hidden,
+        settings.untagged == "global",
+        ToolRules.of(policy, "analyze"),
+    )
+
+
+def node(name: str, *labels: str) -> str:
+    """The conjunct that checks one node, as the rewrite writes it."""
+    return f"({_predicates().node_visible(name, frozenset(labels))})"
+
+
+def rel(name: str, *types: str) -> str:
+    return f"({_predicates().relationship_visible(name, frozenset(types))})"
+
+
+def test_a_fixed_length_match_gets_one_conjunct_per_element_anonymous_ones_named() -> None:
+    out = rewritten("MATCH (a:Fact)-->()<-[:R]-(b) RETURN b")
+    assert out == (
+        "MATCH (a:Fact)-[__gw_r1]->(__gw_n1)<-[__gw_r2:R]-(b) "
+        f"WHERE {node('a', 'Fact')} AND {node('__gw_n1')} AND {node('b')} "
+        f"AND {rel('__gw_r1')} AND {rel('__gw_r2', 'R')} "
+        "RETURN b"
+    )
+    assert "$__gw_scope" in out and "nodes(" not in out  # no whole-path predicate for a fixed-length pattern
+
+
+def test_an_element_named_twice_is_checked_once_with_every_label_its_patterns_state() -> None:
+    out = rewritten("MATCH (a:A)-[r:T|U]->(b), (a:B)<--(c:C|D) RETURN c")
+    assert out.count(node("a", "A", "B")) == 1
+    assert rel("r", "T", "U") in out  # the types the pattern allows
+    assert node("c") in out  # nor `C|D` a label every match carries
 
 
 def test_an_existing_where_is_kept_and_anded_with_the_predicate() -> None:
     out = rewritten("MATCH (a) WHERE a.x = 1 OR a.y = 2 RETURN a")
-    # The agent's OR must stay inside parentheses: `x OR y AND scope` would let every `x` through.
-    assert "WHERE (a.x = 1 OR a.y = 2) AND (all(__gw_x IN nodes(__gw_p1)" in out
+    # The agent's OR must stay inside parentheses: `x OR y AND scope` would let every `x` through;
+    # and as it is not a seekable comparison, it waits for a's visibility.
+    assert f"WHERE CASE WHEN {node('a')} THEN (a.x = 1 OR a.y = 2) ELSE false END AND {node('a')} RETURN" in out
 
 
-def test_a_named_path_is_reused_not_renamed() -> None:
+def test_a_variable_length_pattern_keeps_its_path_predicate_named_or_generated() -> None:
     out = rewritten("MATCH p = (a)-[*1..3]->(b) RETURN p")
     assert "__gw_p" not in out.split("WHERE")[0]
-    assert "nodes(p)" in out and "relationships(p)" in out
+    assert f"({_predicates().visible_path('p')})" in out
+    out = rewritten("MATCH (a)-[r*1..3]->(b:B) RETURN b")
+    assert out.startswith("MATCH __gw_p1 = (a)-[r*1..3]->(b:B) WHERE ")
+    assert f"{node('a')} AND {node('b', 'B')} AND ({_predicates().visible_path('__gw_p1')})" in out
+
+
+def test_a_quantified_group_checks_its_elements_per_iteration_in_its_own_where() -> None:
+    out = rewritten("MATCH (a) ((u)-[:NEXT]->()){1,3} (b) RETURN b")
+    assert (
+        f"((u)-[__gw_r1:NEXT]->(__gw_n1) WHERE {node('u')} AND {node('__gw_n1')} AND {rel('__gw_r1', 'NEXT')}){{1,3}}"
+        in out
+    )
+    assert out.endswith(f"(b) WHERE {node('a')} AND {node('b')} RETURN b")
 
 
 @pytest.mark.parametrize(
     "cypher, marker",
     [
-        ("MATCH (a) WHERE EXISTS { (a)-->(b) } RETURN a", "EXISTS { MATCH __gw_p1_1 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN COUNT { (a)-->() } AS c", "COUNT { MATCH __gw_p1_1 = (a)-->() WHERE"),
+        ("MATCH (a) WHERE EXISTS { (a)-->(b) } RETURN a", "EXISTS { MATCH (a)-[__gw_r1_1]->(b) WHERE"),
+        ("MATCH (a) RETURN COUNT { (a)-->() } AS c", "COUNT { MATCH (a)-[__gw_r1_1]->(__gw_n1_1) WHERE"),
         (
             "MATCH (a) RETURN COLLECT { MATCH (a)-->(b) RETURN b.id } AS c",
-            "COLLECT { MATCH __gw_p1_1 = (a)-->(b) WHERE",
+            "COLLECT { MATCH (a)-[__gw_r1_1]->(b) WHERE",
         ),
-        ("MATCH (a) RETURN [(a)-->(b) | b.id] AS c", "[__gw_p1_1 = (a)-->(b) WHERE"),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x > 1 | b.id] AS c", "[__gw_p1_1 = (a)-->(b) WHERE (b.x > 1) AND"),
-        ("MATCH (a) WHERE (a)-->(:Fact) RETURN a", "(EXISTS { MATCH __gw_p1_1 = (a)-->(:Fact) WHERE"),
-        ("MATCH (a) WHERE NOT (a)-->() RETURN a", "NOT EXISTS { MATCH __gw_p1_1 = (a)-->() WHERE"),
-        ("MATCH ((a)-[:NEXT]->(b)){1,3} RETURN a", "MATCH __gw_p1 = ((a)-[:NEXT]->(b)){1,3} WHERE"),
+        ("MATCH (a) RETURN [(a)-->(b) | b.id] AS c", "[(a)-[__gw_r1_1]->(b) WHERE"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x > 1 | b.id] AS c", "[(a)-[__gw_r1_1]->(b) WHERE (b.x > 1) AND"),
+        ("MATCH (a) WHERE (a)-->(:Fact) RETURN a", "(EXISTS { MATCH (a)-[__gw_r1_1]->(__gw_n1_1:Fact) WHERE"),
+        ("MATCH (a) WHERE NOT (a)-->() RETURN a", "NOT EXISTS { MATCH (a)-[__gw_r1_1]->(__gw_n1_1) WHERE"),
+        ("MATCH ((a)-[:NEXT]->(b)){1,3} RETURN a", "MATCH ((a)-[__gw_r1:NEXT]->(b) WHERE"),
         ("MATCH p = shortestPath((a)-[*..4]-(b)) RETURN p", "MATCH p = shortestPath((a)-[*..4]-(b)) WHERE"),
         ("MATCH shortestPath((a)-[*..4]-(b)) RETURN a", "MATCH __gw_p1 = shortestPath((a)-[*..4]-(b)) WHERE"),
-        ("OPTIONAL MATCH (a)-->(b) RETURN b", "OPTIONAL MATCH __gw_p1 = (a)-->(b) WHERE"),
-        ("CALL { MATCH (a) RETURN a } RETURN a", "CALL { MATCH __gw_p1 = (a) WHERE"),
-        ("MATCH (a) RETURN a UNION MATCH (b) RETURN b AS a", "UNION MATCH __gw_p2 = (b) WHERE"),
+        ("OPTIONAL MATCH (a)-->(b) RETURN b", "OPTIONAL MATCH (a)-[__gw_r1]->(b) WHERE"),
+        ("CALL { MATCH (a) RETURN a } RETURN a", "CALL { MATCH (a) WHERE"),
+        ("MATCH (a) RETURN a UNION MATCH (b) RETURN b AS a", "UNION MATCH (b) WHERE"),
     ],
 )
 def test_every_pattern_construct_is_scoped(cypher: str, marker: str) -> None:
     out = rewritten(cypher)
     assert marker in out, out
-    # A predicate for every generated or named path: none of them is left without it. (A guarded
-    # condition repeats its pattern's predicate inside its CASE, so count the paths, not the texts.)
-    paths = re.findall(r"(?:MATCH |OPTIONAL MATCH |\[)(\w+) = ", out)
-    assert paths and set(paths) == set(re.findall(r"all\(__gw_x IN nodes\((\w+)\)", out)), out
+    # Every element the rewrite named is checked (the closure test checks where).
+    for name in set(re.findall(r"__gw_[nr]\w+", out)):
+        assert f"[{name}.layers]" in out, (name, out)
 
 
 def test_bookkeeping_relationships_are_excluded_unless_the_policy_allows_them() -> None:
-    assert "NOT type(__gw_r) IN ['CONTRADICTS', 'SUPERSEDES']" in rewritten("MATCH (a)-->(b) RETURN b")
+    assert "NOT type(__gw_r1) IN ['CONTRADICTS', 'SUPERSEDES']" in rewritten("MATCH (a)-->(b) RETURN b")
     # Allowing bookkeeping takes both settings: the default policy also lists them as denied types,
     # which stay hidden (Policy.hidden_relationship_types: the same set layer 2 hides).
     tools = {n: t.model_copy(update={"denied_relationship_types": frozenset()}) for n, t in POLICY.tools.items()}
@@ -98,7 +144,7 @@ def test_the_scope_parameter_and_property_come_from_the_policy() -> None:
         update={"scope": POLICY.scope.model_copy(update={"layers_property": "vis", "scope_parameter": "__gw_who"})}
     )
     out = rewritten("MATCH (a) RETURN a", policy=custom)
-    assert "__gw_x.vis" in out and "$__gw_who" in out and ".layers" not in out
+    assert "[a.vis]" in out and "$__gw_who" in out and ".layers" not in out
 
 
 @pytest.mark.parametrize(
@@ -167,22 +213,61 @@ def test_a_query_referencing_the_reserved_scope_parameter_is_refused() -> None:
 
 def test_start_and_end_node_are_allowed() -> None:
     out = rewritten("MATCH ()-[r]->() RETURN startNode(r).id, endNode(r).id")
-    assert "relationships(__gw_p1)" in out
+    assert out.startswith("MATCH (__gw_n1)-[r]->(__gw_n2) WHERE ") and rel("r") in out
 
 
 def test_pure_apoc_value_functions_are_allowed() -> None:
     out = rewritten("MATCH (n) RETURN apoc.text.join(['a'], ','), apoc.coll.sum([1]), apoc.map.merge({}, {})")
-    assert "apoc.text.join" in out and "nodes(__gw_p1)" in out
+    assert "apoc.text.join" in out and node("n") in out
 
 
-# ---- the error oracle: conditions that could raise run only behind the visibility check ----
+# ---- visibility before any agent condition: error and timing oracles ----------------------
 
 
-def test_a_condition_that_cannot_raise_stays_as_written() -> None:
-    # Comparisons of an element's property with literals never raise: left alone, they keep index seeks.
-    out = rewritten("MATCH (a:Fact)-->(b) WHERE a.id = 'x' AND b.n IN [1, 2] AND NOT b:Secret RETURN b")
-    assert "CASE WHEN (all(" not in out
-    assert out.startswith("MATCH __gw_p1 = (a:Fact)-->(b) WHERE (a.id = 'x' AND b.n IN [1, 2] AND NOT b:Secret) AND")
+def test_seekable_comparisons_stay_in_front_and_everything_else_waits_for_its_elements() -> None:
+    # Index seeks and label-scan filters need the comparisons outside any CASE; the expensive
+    # list equality runs only once n is known to be visible (the timing oracle).
+    out = rewritten(
+        "MATCH (n:Secret) WHERE n.secret >= $lo AND n.secret < $hi AND [n.uid, $a] = [n.uid, $b] RETURN count(n)"
+    )
+    assert out == (
+        "MATCH (n:Secret) WHERE (n.secret >= $lo) AND (n.secret < $hi) AND CASE WHEN "
+        f"{node('n', 'Secret')} THEN (n.secret >= $lo AND n.secret < $hi AND [n.uid, $a] = [n.uid, $b]) "
+        f"ELSE false END AND {node('n', 'Secret')} RETURN count(n)"
+    )
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "a.id = 'x'", "'x' = a.id", "a.n < 3", "a.n <= $p", "a.n > 1.5", "a.n >= $p", "a.id STARTS WITH 'x'",
+        "a.id IN ['x', $p]", "a.id IN $list", "a.id IS NULL", "a.id IS NOT NULL", "a:Fact",
+    ],
+)  # fmt: skip
+def test_the_seekable_forms_are_not_guarded(condition: str) -> None:
+    out = rewritten(f"MATCH (a)-->(b) WHERE {condition} RETURN b")
+    assert " ELSE false END AND " not in out, out
+    assert out.startswith(f"MATCH (a)-[__gw_r1]->(b) WHERE ({condition}) AND ")
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "a.id <> 'x'",  # not a seek
+        "a.id CONTAINS $p",  # costs len(value) x len(needle)
+        "a.id ENDS WITH 'x'",
+        "a.x = b.x",  # two elements
+        "a.id = a.alias",  # not a parameter or a literal
+        "[a.id, $l] = [a.id, $m]",
+        "NOT a.id = 'x'",
+        "a.id = 'x' OR a.n = 1",
+        "a.id ENDS WITH $p",
+    ],
+)
+def test_every_other_condition_waits_for_the_elements_it_names(condition: str) -> None:
+    out = rewritten(f"MATCH (a)-->(b) WHERE {condition} RETURN b")
+    guard = f"CASE WHEN {node('a')} AND {node('b')} THEN" if "b." in condition else f"CASE WHEN {node('a')} THEN"
+    assert f"WHERE {guard} ({condition}) ELSE false END AND " in out, out
 
 
 @pytest.mark.parametrize(
@@ -193,15 +278,29 @@ def test_a_condition_that_cannot_raise_stays_as_written() -> None:
         "b.flag",  # not a boolean: raises
         "b.n IN b.m",  # `x IN 5` raises
         "b.text =~ $re",  # an invalid regex (a parameter: the guard refuses one read from the data)
-        "all(n IN nodes(p) WHERE 1 / n.x > 0)",
+        "1 / $x = 1",  # names no element: whether it raises would say a hidden match exists
+        "a.id = toString($p)",  # a function: could raise
+        "a.id =~ 'x.*'",
     ],
 )
-def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str) -> None:
-    out = rewritten(f"MATCH p = (a)-->(x)-->(b) WHERE a.id = 'x' AND {condition} RETURN b")
-    # The whole WHERE runs behind the path's visibility; the condition that cannot raise is
-    # repeated in front, as written, for the planner.
-    assert "WHERE (a.id = 'x') AND CASE WHEN all(__gw_x IN nodes(p) WHERE" in out
-    assert f"THEN (a.id = 'x' AND {condition}) ELSE false END AND (all(__gw_x IN nodes(p) WHERE" in out
+def test_a_condition_that_could_raise_waits_for_every_element_of_its_match(condition: str) -> None:
+    out = rewritten(f"MATCH (a)-->(x)-->(b) WHERE a.id = 'x' AND {condition} RETURN b")
+    every = f"{node('a')} AND {node('x')} AND {node('b')} AND {rel('__gw_r1')} AND {rel('__gw_r2')}"
+    assert f"WHERE (a.id = 'x') AND CASE WHEN {every}" in out, out
+    assert f"THEN (a.id = 'x' AND {condition}) ELSE false END AND {every} RETURN b" in out
+
+
+def test_a_condition_naming_a_path_waits_for_the_whole_path() -> None:
+    out = rewritten("MATCH p = (a)-->(b) WHERE all(n IN nodes(p) WHERE n.x > 0) RETURN p")
+    whole = f"({_predicates().visible_path('p')})"
+    assert f"WHERE CASE WHEN {whole} THEN (all(n IN nodes(p) WHERE n.x > 0)) ELSE false END AND " in out
+    out = rewritten("MATCH p = (a)-->(b) WHERE length(p) > 0 RETURN p")
+    assert f" AND {whole} THEN (length(p) > 0)" in out
+
+
+def test_a_condition_on_a_relationship_waits_for_it_and_its_ends() -> None:
+    out = rewritten("MATCH (a)-[r]->(b) WHERE r.w > r.v RETURN b")
+    assert f"WHERE CASE WHEN {rel('r')} AND {node('a')} AND {node('b')} THEN (r.w > r.v)" in out
 
 
 @pytest.mark.parametrize(
@@ -211,6 +310,7 @@ def test_a_condition_that_could_raise_runs_only_on_a_visible_path(condition: str
         "MATCH (n) WHERE n.a = 1 AND 1 / n.x = toInteger('1')AND true RETURN n",  # END right before AND
         "MATCH (n)-->(m) RETURN*",  # the * the rewrite replaces with the agent's variables
         "MATCH (n)-->(m) WITH*RETURN n",
+        "MATCH (n)-->(m)RETURN n",  # a generated name right before the agent's word
     ],
 )
 def test_inserted_text_never_runs_into_the_agents_words(cypher: str) -> None:
@@ -219,75 +319,75 @@ def test_inserted_text_never_runs_into_the_agents_words(cypher: str) -> None:
     assert guard.check(out, {}, "analyze", POLICY).rule != "parse.failed", out
 
 
-def test_one_guard_per_where_with_the_conditions_that_cannot_raise_repeated_in_front() -> None:
+def test_one_guard_per_where_with_the_seekable_conditions_repeated_in_front() -> None:
     out = rewritten("MATCH (a) WHERE ((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2 RETURN a")
-    assert "WHERE (a.y = 2) AND CASE WHEN " in out
-    assert "THEN (((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2) ELSE false END AND (all(" in out
-    # A repeated condition keeps its own parentheses: an OR must not bind looser than the AND after it.
-    out = rewritten("MATCH (a) WHERE (a.x = 1 OR a.y = 2) AND 1 / a.n = 1 RETURN a")
-    assert "WHERE (a.x = 1 OR a.y = 2) AND CASE WHEN " in out
-
-
-def test_the_guard_names_every_path_once_however_many_conditions_could_raise() -> None:
-    out = rewritten("MATCH (a), (b)-->(c) WHERE 1 / a.n = 1 AND 1 / b.n = 1 AND 1 / c.n = 1 RETURN a")
-    assert out.count("CASE WHEN all(__gw_x IN nodes(__gw_p1) + nodes(__gw_p2) WHERE") == 1
-    assert "all(__gw_r IN relationships(__gw_p2) WHERE" in out.split(" THEN (")[0]
-    assert out.count(" ELSE false END AND (all(") == 1
+    assert f"WHERE (a.y = 2) AND CASE WHEN {node('a')} THEN " in out
+    assert f"THEN (((1 / a.n = 1) OR (a.x = 1)) AND a.y = 2) ELSE false END AND {node('a')} RETURN" in out
+    assert out.count("CASE WHEN (any(") == 1
 
 
 @pytest.mark.parametrize(
     "cypher, guarded",
     [
         # Inline WHERE of a middle node: behind that node's visibility.
-        (
-            "MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z",
-            "(y WHERE CASE WHEN all(__gw_x IN [y] WHERE any(__gw_v IN [__gw_x.layers]",
-        ),
-        # Quantified path: behind every element of the group.
+        ("MATCH (a)-->(y WHERE 1 / y.n = 1)-->(z) RETURN z", f"(y WHERE CASE WHEN {node('y')} THEN (1 / y.n = 1)"),
+        # Quantified path: behind every element of the group, then the group's own conjuncts per iteration.
         (
             "MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z",
-            "WHERE CASE WHEN all(__gw_x IN [u, v] WHERE any(__gw_v IN [__gw_x.layers] WHERE CASE WHEN __gw_v IS ::",
+            f"WHERE CASE WHEN {node('u')} AND {node('v')} AND {rel('r')} THEN (1 / v.n = 1) ELSE false END "
+            f"AND {node('u')} AND {node('v')} AND {rel('r')}){{1,2}}",
         ),
-        ("MATCH (a) ((u)-[r]->(v) WHERE 1 / v.n = 1){1,2} (z) RETURN z", "all(__gw_e IN [r] WHERE"),
-        # Quantified relationship: the relationship and both its endpoints.
-        ("MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z", "startNode(__gw_e).layers"),
-        # A property map value that could raise: behind the element, null (no match) otherwise.
+        # Quantified relationship: the relationship and both its ends.
+        (
+            "MATCH (a)-[r WHERE 1 / endNode(r).n = 1]->{1,2}(z) RETURN z",
+            f"[r WHERE CASE WHEN ({_predicates().visible_relationship_with_endpoints('r')}) THEN",
+        ),
+        # A property map value: behind the elements it names and its own, null (no match) otherwise.
         (
             "MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z",
-            "(z {n: CASE WHEN all(__gw_x IN [y, z] WHERE any(__gw_v IN [__gw_x.layers]",
+            f"(z {{n: CASE WHEN {node('y')} AND {node('z')} THEN (1 / y.n)",
         ),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", "WHERE CASE WHEN all(__gw_x IN nodes(__gw_p1_1)"),
-        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", "WHERE CASE WHEN all(__gw_x IN nodes("),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", f"WHERE CASE WHEN {node('a')} AND {node('b')}"),
+        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", f"WHERE CASE WHEN {node('a')} AND {node('b')}"),
+        # An anonymous element with a condition is named so that it can be checked first.
+        ("MATCH (a)-[*1..2]->(WHERE 1 / $x = 1) RETURN a", f"(__gw_n1 WHERE CASE WHEN {node('__gw_n1')} THEN"),
     ],
 )
 def test_conditions_inside_patterns_are_guarded(cypher: str, guarded: str) -> None:
     out = rewritten(cypher)
     assert guarded in out, out
-    assert "1 / " in out.split("THEN (", 1)[1]
+    assert "1 / " not in out.split("THEN (", 1)[0] and "1 / " in out.split("THEN (", 1)[1]
 
 
 def test_property_map_literals_and_parameters_are_left_alone() -> None:
-    out = rewritten("MATCH (a {id: 'x', n: [1, 2]})-->(b) RETURN b")
-    assert "MATCH __gw_p1 = (a {id: 'x', n: [1, 2]})-->(b) WHERE (all(" in out
+    out = rewritten("MATCH (a {id: 'x', n: [1, 2], m: $m})-->(b) RETURN b")
+    assert out.startswith(f"MATCH (a {{id: 'x', n: [1, 2], m: $m}})-[__gw_r1]->(b) WHERE {node('a')} AND")
 
 
-def test_a_condition_inside_a_pattern_with_no_element_to_check_first_is_refused() -> None:
+def test_a_quantified_condition_naming_no_element_waits_for_the_whole_iteration() -> None:
     # `1 / $x` would run per candidate, hidden ones too: whether it fails says a hidden match exists.
-    decision = guard.check("MATCH (a) (()-->() WHERE 1 / $x = 1){1,2} (b) RETURN b", {"x": 0}, "analyze", POLICY)
-    assert decision.parsed is not None, decision.reason
-    with pytest.raises(QueryRejected, match=r"scope\.unsupported: .*names no element of its pattern"):
-        scope.plan(decision.parsed, POLICY, "analyze", ANYONE)
+    out = rewritten("MATCH (a) (()-->() WHERE 1 / $x = 1){1,2} (b) RETURN b")
+    assert f"WHERE CASE WHEN {node('__gw_n1')} AND {node('__gw_n2')} AND {rel('__gw_r1')} THEN (1 / $x = 1)" in out
 
 
-def test_a_safe_all_over_the_patterns_own_path_stays_as_written() -> None:
-    # Left alone so shortestPath can still apply it during its search; a risky one is guarded.
-    safe = "MATCH p = shortestPath((a)-[*..3]-(b)) WHERE all(n IN nodes(p) WHERE n.x > 0) RETURN p"
-    assert "THEN (" not in rewritten(safe)
-    risky = "MATCH p = shortestPath((a)-[*..3]-(b)) WHERE all(n IN nodes(p) WHERE 1 / n.x > 0) RETURN p"
-    assert "THEN (all(n IN nodes(p) WHERE 1 / n.x > 0)) ELSE false END" in rewritten(risky)
-    # nodes() of something that is not this pattern's path could raise (a string): guarded.
-    other = "MATCH (a)-->(b) WITH a, 'x' AS q MATCH (a)-->(c) WHERE all(n IN nodes(q) WHERE n.x > 0) RETURN c"
-    assert "THEN (all(n IN nodes(q)" in rewritten(other)
+def test_a_selector_groups_condition_waits_for_the_whole_selected_path() -> None:
+    # The red-team query: nodes(q) reaches the unnamed nodes between a and d.
+    out = rewritten(
+        "CYPHER 25 MATCH ANY SHORTEST (q = (a:X {uid: 'a'})-->{1,5}(d:X {uid: 'd'}) "
+        "WHERE all(x IN nodes(q) WHERE 1 / CASE WHEN x.secret STARTS WITH $p THEN 0 ELSE 1 END = 1)) RETURN length(q)"
+    )
+    whole = f"({_predicates().visible_path('q')})"
+    assert f"WHERE CASE WHEN {whole} THEN (all(x IN nodes(q) WHERE 1 / CASE" in out
+    assert f"ELSE false END AND {whole}) WHERE " in out
+    # An unnamed group is named so that its condition can wait for it.
+    out = rewritten(
+        "CYPHER 25 MATCH SHORTEST 2 GROUPS ((a:X)-->{1,5}(d:X) WHERE reduce(s = 0, x IN [a, d] | s + 1 / x.x) > 0) "
+        "RETURN d"
+    )
+    assert (
+        "SHORTEST 2 GROUPS (__gw_p2 = (a:X)-->{1,5}(d:X) WHERE CASE WHEN "
+        f"({_predicates().visible_path('__gw_p2')}) AND" in out
+    )
 
 
 # ---- cost: the rewritten text grows linearly, and the policy caps it -----------------------
@@ -304,7 +404,7 @@ def test_many_patterns_times_many_conditions_grows_linearly_not_as_their_product
         len(rewritten(_many(60, 20))) - len(rewritten(_many(40, 20))), rel=0.01
     )
     more_conditions = len(rewritten(_many(20, 40))) - base
-    assert more_conditions == 20 * len(" AND 1 / $x = 1")  # each condition once, nothing per pattern
+    assert more_conditions == 20 * len(" AND 1 / $x = 1")  # each condition once, nothing per element
 
 
 def test_a_rewrite_longer_than_the_policys_limit_is_refused_before_it_is_built() -> None:
@@ -317,3 +417,24 @@ def test_a_rewrite_longer_than_the_policys_limit_is_refused_before_it_is_built()
     with pytest.raises(QueryRejected) as info:
         scope.plan(decision.parsed, small, "analyze", ANYONE)
     assert info.value.rule == "scope.too_large" and "5,000" in info.value.reason
+
+
+def test_the_old_type_alternation_is_checked_over_its_path_since_it_cannot_be_named() -> None:
+    # Neo4j refuses `-[r:A|:B]->` (a variable with the old `|:`): that part keeps a path predicate.
+    out = rewritten("MATCH (a)-[:A|:B]->(b) RETURN b")
+    assert out.startswith("MATCH __gw_p1 = (a)-[:A|:B]->(b) WHERE ")
+    assert f"({_predicates().visible_path('__gw_p1')})" in out
+    assert rewritten("MATCH (a)-[:A|B]->(b) RETURN b").startswith("MATCH (a)-[__gw_r1:A|B]->(b) WHERE ")
+
+
+def test_elements_bound_by_an_earlier_clause_are_not_checked_again() -> None:
+    out = rewritten("MATCH (r:Repo {name: $n}) MATCH (r)<-[:IN]-(t) RETURN t")
+    second = out.split(" MATCH ", 1)[1]
+    assert node("r", "Repo") in out.split(" MATCH ", 1)[0] and "[r.layers]" not in second
+    assert node("t") in second and rel("__gw_r1", "IN") in second
+    # A WITH that does not carry a name ends it: the next MATCH binds a new element, checked.
+    out = rewritten("MATCH (a:A) WITH a.x AS x MATCH (a)-->(b) RETURN b")
+    assert node("a") in out.split(" WITH ", 1)[1]
+    # A subquery's body starts with nothing bound (its imports are checked again).
+    out = rewritten("MATCH (a) CALL (a) { MATCH (a)-->(b) RETURN b } RETURN b")
+    assert node("a") in out.split("CALL (a) {", 1)[1]

@@ -136,9 +136,9 @@ def test_every_attribute_the_rules_read_is_a_reserved_parameter_from_the_princip
 def test_the_whole_path_helpers_go_through_the_rules() -> None:
     predicates = Predicates("layers", "__gw_scope", (), rules=ToolRules.of(POLICY, "analyze"))
     assert "NOT __gw_x:Bookkeeping" in predicates.visible_path("p")
-    assert "NOT __gw_x:Bookkeeping" in predicates.visible_paths([("p", True), ("q", False)])
     assert "any(__gw_e0 IN [startNode(r)]" in predicates.visible_relationship_with_endpoints("r")
-    assert "NOT __gw_x:Bookkeeping" in predicates.visible_elements(["n"], [], [])
+    assert "NOT __gw_x:Bookkeeping" in predicates.visible_nodes("ns")
+    assert "any(__gw_e0 IN [startNode(__gw_e)]" in predicates.visible_relationships("rs")
 
 
 # ---- the policy refuses rules it could not hold ------------------------------------------

@@ -196,7 +196,7 @@ def test_schema_tool_lists_only_visible_names(gw: Gateway, L: str) -> None:
 def test_check_shows_the_scoped_query(gw: Gateway, L: str) -> None:
     checked = gw.check("analyze", f"MATCH (n:{L})-->(m) RETURN m", {}, A)
     assert checked.allowed and checked.rewritten is not None
-    assert f"${POLICY.scope.scope_parameter}" in checked.rewritten and "nodes(" in checked.rewritten
+    assert f"${POLICY.scope.scope_parameter}" in checked.rewritten and "[m.layers]" in checked.rewritten
 
 
 def test_controls_without_the_rewrite_the_attacks_do_leak(sandbox_runner: SandboxRunner, L: str) -> None:

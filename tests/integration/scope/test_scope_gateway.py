@@ -77,7 +77,8 @@ def test_an_empty_scope_sees_only_global_elements_through_the_sandbox(
 def test_check_shows_the_rewritten_query(gateway_settings: GatewaySettings, runner: SandboxRunner) -> None:
     checked = gateway(gateway_settings, runner).check("analyze", "MATCH (n:Secret) RETURN count(n)", {}, AGENT_A)
     assert checked.allowed and checked.rewritten is not None
-    assert checked.rewritten.startswith("MATCH __gw_p1 = (n:Secret) WHERE ") and "$__gw_scope" in checked.rewritten
+    assert checked.rewritten.startswith("MATCH (n:Secret) WHERE (any(__gw_v IN [n.layers] ")
+    assert "$__gw_scope" in checked.rewritten
 
 
 BOTH = Principal(name="agent-ab", scope=frozenset({"project-a", "project-b"}))
