@@ -51,19 +51,25 @@ class RefusalAudit:
         reset = REQUEST_ORIGIN.set(Origin(client=str(client[0]) if client else None))
         status: int | None = None
         body = b""
+        written = False
 
         async def watch(message: Message) -> None:
-            nonlocal status, body
+            nonlocal status, body, written
             if message["type"] == "http.response.start" and status is None:
                 status = int(message["status"])
-            elif message["type"] == "http.response.body" and status in REFUSED and len(body) < _BODY_CHARS:
-                body += bytes(message.get("body", b""))[:_BODY_CHARS]
+            elif message["type"] == "http.response.body" and status in REFUSED:
+                if len(body) < _BODY_CHARS:
+                    body += bytes(message.get("body", b""))[:_BODY_CHARS]
+                if not message.get("more_body", False) and not written:
+                    # Before the refusal's last byte leaves: a client that has its answer finds the line.
+                    written = True
+                    self._write(scope, status, body)
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
-            if status in REFUSED:
+            if status in REFUSED and not written:
                 assert status is not None
                 self._write(scope, status, body)
             REQUEST_ORIGIN.reset(reset)

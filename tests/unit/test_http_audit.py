@@ -92,3 +92,25 @@ def test_a_refusal_after_authentication_names_the_principal(tmp_path: Path) -> N
     _drive(RefusalAudit(too_large, audit), _scope())
     (line,) = audit.read()
     assert (line["principal"], line["scope"], line["reason"]) == ("carol", ["team-a"], "request body over 10 bytes")
+
+
+def test_the_refusal_is_on_file_before_its_last_byte_leaves(tmp_path: Path) -> None:
+    """A client that has its 413 and reads the audit log at once finds the line (it once raced)."""
+    audit = AuditLog(tmp_path / "audit.jsonl", policy="default", policy_sha256="ab" * 32)
+    lines_when_sent: list[int] = []
+
+    async def large_body(scope: Any, receive: Any, send: Any) -> None:
+        await _respond(send, 413, b'{"message": "request body over 64000 bytes"}')
+        await anyio.sleep(0.05)  # the app is still unwinding when the client already has its answer
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.body":
+            lines_when_sent.append(len(audit.read()))
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    anyio.run(RefusalAudit(large_body, audit), _scope(), receive, send)
+    assert lines_when_sent == [1]
+    (line,) = audit.read()  # once, not again when the app returns
+    assert (line["status"], line["reason"]) == (413, "request body over 64000 bytes")
