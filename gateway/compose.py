@@ -88,6 +88,9 @@ def compose(
     standing: tuple[list[str], str | None] = ([], None)
     if survey is not None and started is not None and not problems:
         standing = survey(policy, started, database)
+        # The survey took the warm sandbox: serve once its replacement is warm, or a first query
+        # meets an empty pool and "busy" (as _start_runner says).
+        started.wait_ready(started.settings.ready_timeout_seconds, count=1)
     gateway = Gateway(
         policy, runner, audit_log, layers=layers, database=database, disabled_reason=disabled_reason,
         standing_degraded=standing[0], standing_reason=standing[1],
