@@ -59,10 +59,13 @@ def compare(
     params: dict[str, Any] | None = None,
     literals: dict[str, str] | None = None,
     scope_parameter: str = "__gw_scope",
+    gateway_params: dict[str, Any] | None = None,
 ) -> tuple[Answer, Answer]:
     """Neo4j's answer to ``query`` and the gateway's (``rewritten``), on the graph ``setup`` builds.
 
-    ``literals`` are parameters written as Cypher literals (the TCK's), evaluated by Neo4j.
+    ``literals`` are parameters written as Cypher literals (the TCK's), evaluated by Neo4j;
+    ``gateway_params`` are the scope plan's own (the caller's attribute lists), the rewritten
+    query's only.
     """
     params = dict(params or {})
     with driver.session() as session:
@@ -71,7 +74,7 @@ def compare(
         except Neo4jError as exc:
             refused = Answer(error=exc.code)
             return refused, refused  # the sandbox answers with this very refusal
-    gateway_params: dict[str, Any] = {scope_parameter: []}
+    gateway_params = {scope_parameter: [], **(gateway_params or {})}
     with driver.session() as session:
         tx = session.begin_transaction()
         try:

@@ -11,8 +11,11 @@ Central into the cache), the guard corpus, and hypothesis-generated reads.
 from __future__ import annotations
 
 import collections
+import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -143,3 +146,67 @@ def test_generated_reads_answer_as_neo4j_answers_them(
         return
     neo4j, gateway = compare(neo4j_driver, query, rewritten, setup=GRAPH)
     assert neo4j == gateway, f"{query}\n  Neo4j:   {neo4j}\n  gateway: {gateway}\n  rewritten: {rewritten}"
+
+
+# ---- every visibility rule kind (docs/decisions/0018 §2) -------------------------------------------
+
+RULES_POLICY = load_policy(Path(__file__).parents[2] / "policies" / "rules-invariant.yaml")
+# The caller's attribute list the equality rules read; every tagged element carries its value.
+RULES_PRINCIPAL = Principal(name="invariant", attributes={"repositories": frozenset({"r"})})
+# Run after each scenario's graph and setup, so every rule holds for every element. The anchors
+# (InvAnchor nodes, INV_ANCHORED relationships) are extra elements both queries see alike.
+RULES_TAGS = [
+    "MATCH (n) WHERE n:A OR n:B SET n.inv_repo = 'r'",
+    "MATCH (n:C) CREATE (n)-[:INV_ANCHORED]->(:InvAnchor {inv_repo: 'r'})",
+]
+# The labels and types each rule kind is given to, to count the scenarios whose graph has them.
+RULE_KINDS = {"equality": ("A", "B"), "derived": ("C",), "public": ("X", "T"), "filters": ("B",)}
+RULES_REFUSED: dict[str, str] = {}
+
+
+@pytest.mark.rule_kinds
+@pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
+def test_the_tck_reads_answer_as_neo4j_answers_them_under_every_rule_kind(neo4j_driver: Any) -> None:
+    counts: collections.Counter[str] = collections.Counter()
+    refused: dict[str, str] = {}
+    different: list[str] = []
+    for scenario in scenarios():
+        if scenario.side_effects or scenario.needs_procedure:
+            continue
+        try:
+            decision = guard.check(scenario.query, dict.fromkeys(scenario.params), "analyze", RULES_POLICY)
+            if not decision.allowed or decision.parsed is None:
+                raise QueryRejected(str(decision.rule), str(decision.reason))
+            planned = scope.plan(decision.parsed, RULES_POLICY, "analyze", RULES_PRINCIPAL)
+        except QueryRejected as exc:
+            counts[f"refused: {exc.rule}"] += 1
+            if exc.rule.startswith("scope."):
+                refused[scenario.name] = exc.rule
+            continue
+        if planned.cypher == scenario.query:
+            counts["unchanged by the rewrite"] += 1
+            continue
+        setup = ([named_graph(scenario.graph)] if scenario.graph else []) + scenario.setup
+        neo4j, gateway = compare(
+            neo4j_driver,
+            scenario.query,
+            planned.cypher,
+            setup=setup + RULES_TAGS,
+            literals=scenario.params,
+            gateway_params=planned.params,
+        )
+        counts["compared"] += 1
+        counts["compared: Neo4j refuses"] += neo4j.error is not None
+        graph_text = " ".join(setup)
+        for kind, names in RULE_KINDS.items():
+            counts[f"compared: graph has {kind}"] += any(re.search(rf":{name}\b", graph_text) for name in names)
+        for mark in ("inv_repo", "INV_ANCHORED", "inv_retired"):  # the rules the rewrite wrote in
+            counts[f"compared: rewrite reads {mark}"] += mark in planned.cypher
+        if neo4j != gateway:
+            different.append(f"{scenario.name}\n  {scenario.query}\n  Neo4j:   {neo4j}\n  gateway: {gateway}")
+    assert different == [], "\n".join(different)
+    assert refused == RULES_REFUSED
+    assert counts["compared"] >= 900, counts
+    assert min(counts[f"compared: graph has {kind}"] for kind in RULE_KINDS) >= 50, counts
+    written_in = ("inv_repo", "INV_ANCHORED", "inv_retired")
+    assert min(counts[f"compared: rewrite reads {mark}"] for mark in written_in) >= 500, counts
