@@ -23,7 +23,7 @@ from gateway import guard, scope
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
-from tests.support.corpus import allowed_cases, policy_for
+from tests.support.corpus import allowed_cases, plans_on_this_server, policy_for
 from tests.support.invariant import compare
 from tests.support.tck import named_graph, scenarios
 
@@ -70,16 +70,20 @@ def test_the_tck_reads_answer_as_neo4j_answers_them(neo4j_driver: Any) -> None:
     assert counts["compared"] >= 900, counts  # the TCK M23 rewrites about a thousand of its reads
 
 
+# The graph the guard corpus's reads run on.
+CORPUS_GRAPH = [
+    "CREATE (a:Person {name: 'Ann', age: 31, id: 1})-[:KNOWS {since: 2001}]->"
+    " (b:Person {name: 'Bo', age: 42, id: 2}),"
+    " (b)-[:KNOWS]->(c:Person:Employee {name: 'Cy', age: 23, id: 3}), (c)-[:KNOWS]->(a),"
+    " (a)-[:WORKS_AT]->(:Company {name: 'Acme', open: true}),"
+    " (s1:Station {name: 's1'})-[:LINK]->(s2:Station {name: 's2'}),"
+    " (t:Task {id: 't1', taskId: 'T-1', repository: 'r'})-[:HAS]->(:Attempt {id: 'a1', check: 'failed'}),"
+    " (m:Movie {title: 'M'})<-[:ACTED_IN]-(a), (m)<-[:DIRECTED]-(b)",
+]  # fmt: skip
+
+
 def test_the_guard_corpus_reads_answer_as_neo4j_answers_them(neo4j_driver: Any) -> None:
-    graph = [
-        "CREATE (a:Person {name: 'Ann', age: 31, id: 1})-[:KNOWS {since: 2001}]->"
-        " (b:Person {name: 'Bo', age: 42, id: 2}),"
-        " (b)-[:KNOWS]->(c:Person:Employee {name: 'Cy', age: 23, id: 3}), (c)-[:KNOWS]->(a),"
-        " (a)-[:WORKS_AT]->(:Company {name: 'Acme', open: true}),"
-        " (s1:Station {name: 's1'})-[:LINK]->(s2:Station {name: 's2'}),"
-        " (t:Task {id: 't1', taskId: 'T-1', repository: 'r'})-[:HAS]->(:Attempt {id: 'a1', check: 'failed'}),"
-        " (m:Movie {title: 'M'})<-[:ACTED_IN]-(a), (m)<-[:DIRECTED]-(b)",
-    ]  # fmt: skip
+    graph = CORPUS_GRAPH
     different: list[str] = []
     compared = 0
     for case in allowed_cases():
@@ -210,3 +214,44 @@ def test_the_tck_reads_answer_as_neo4j_answers_them_under_every_rule_kind(neo4j_
     assert min(counts[f"compared: graph has {kind}"] for kind in RULE_KINDS) >= 50, counts
     written_in = ("inv_repo", "INV_ANCHORED", "inv_retired")
     assert min(counts[f"compared: rewrite reads {mark}"] for mark in written_in) >= 500, counts
+
+
+CORPUS_RULES_POLICY = load_policy(Path(__file__).parents[2] / "policies" / "rules-invariant-corpus.yaml")
+# The corpus graph's elements, tagged so every rule of that policy holds (global layers, the
+# caller's repository on the equality-ruled labels; Attempt is derived through its Task).
+CORPUS_RULES_TAGS = [
+    "MATCH (n) SET n.layers = []",
+    "MATCH ()-[r]->() SET r.layers = []",
+    "MATCH (n) WHERE n:Person OR n:Task SET n.inv_repo = 'r'",
+]
+
+
+@pytest.mark.rule_kinds
+@pytest.mark.neo4j2026
+def test_the_guard_corpus_reads_answer_as_neo4j_answers_them_under_every_rule_kind(neo4j_driver: Any) -> None:
+    compared = 0
+    written_in = collections.Counter[str]()
+    different: list[str] = []
+    for case in allowed_cases():
+        if "requires-apoc" in case["tags"] or case["tool"] != "analyze" or not plans_on_this_server(case):
+            continue
+        decision = guard.check(case["query"], case["params"], "analyze", CORPUS_RULES_POLICY)
+        if not decision.allowed or decision.parsed is None:
+            continue
+        try:
+            planned = scope.plan(decision.parsed, CORPUS_RULES_POLICY, "analyze", RULES_PRINCIPAL)
+        except QueryRejected:
+            continue
+        if planned.cypher == case["query"]:
+            continue
+        neo4j, gateway = compare(
+            neo4j_driver, case["query"], planned.cypher, setup=CORPUS_GRAPH + CORPUS_RULES_TAGS,
+            params=case["params"], gateway_params=planned.params,
+        )  # fmt: skip
+        compared += 1
+        written_in.update(mark for mark in ("inv_repo", ":HAS", "inv_retired") if mark in planned.cypher)
+        if neo4j != gateway:
+            different.append(f"#{case['id']} {case['query'][:200]}\n  Neo4j:   {neo4j}\n  gateway: {gateway}")
+    assert different == [], "\n".join(different)
+    assert compared >= 100, compared
+    assert min(written_in[mark] for mark in ("inv_repo", ":HAS", "inv_retired")) >= 50, written_in
