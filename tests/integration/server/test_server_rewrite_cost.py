@@ -77,10 +77,12 @@ def test_the_rewrite_stays_small_and_every_failure_is_typed(
     assert all(seconds < ANSWER_BOUND_S for _, seconds in answers), [round(s, 1) for _, s in answers]
     reported, largest, allowed, or_chain, xor_chain, ran, refused = (_body(a) for a, _ in answers)
     # The product shapes: refused by the cap before anything runs, or rewritten to a size linear
-    # in the query (about 230 characters per pattern), never their product.
+    # in the query (a few hundred characters per pattern), never their product.
     assert (reported["allowed"], reported["rule"]) == (False, "scope.too_large")
     assert (largest["allowed"], largest["rule"]) == (False, "scope.too_large")
-    assert allowed["allowed"] is True and len(allowed["rewritten"]) < 300 * 100 + 2 * len(products["allowed"])
+    # About 390 characters per pattern: its element's visibility, once in the pattern's WHERE and
+    # once in the guard the raising conditions wait behind (they wait for every element).
+    assert allowed["allowed"] is True and len(allowed["rewritten"]) < 400 * 100 + 2 * len(products["allowed"])
     # The flat chains: a typed answer at once (once a RecursionError), now the operand bound's.
     assert (or_chain["allowed"], or_chain["rule"]) == (False, "size.operands")
     assert (xor_chain["allowed"], xor_chain["rule"]) == (False, "size.operands")
