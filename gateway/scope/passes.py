@@ -231,34 +231,25 @@ def _has_condition(element: ast.NodePattern | ast.RelPattern) -> bool:
 
 def _stated_labels(labels: ast.LabelExpression | None) -> frozenset[str]:
     """The labels every match of ``labels`` carries (a conjunction of names; nothing for ``|``, ``!``, ``%``, ``$``)."""
-    if labels is None:
-        return frozenset()
-    names: list[str] = []
-    stack: list[ast.LabelNode] = [labels.expression]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.LabelName):
-            names.append(node.name)
-        elif isinstance(node, ast.LabelBinary) and node.op == "&":
-            stack += [node.left, node.right]
-        elif isinstance(node, ast.LabelParen):
-            stack.append(node.operand)
-        else:
-            return frozenset()
-    return frozenset(names)
+    return _names_joined_by(labels, "&")
 
 
 def _stated_type(types: ast.LabelExpression | None) -> frozenset[str]:
     """The types a relationship pattern allows (``:A``, ``:A|B``); nothing when it does not list them."""
-    if types is None:
+    return _names_joined_by(types, "|")
+
+
+def _names_joined_by(expression: ast.LabelExpression | None, op: str) -> frozenset[str]:
+    """The names of ``expression`` when it is only names joined by ``op`` (and parentheses); else nothing."""
+    if expression is None:
         return frozenset()
     names: list[str] = []
-    stack: list[ast.LabelNode] = [types.expression]
+    stack: list[ast.LabelNode] = [expression.expression]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.LabelName):
             names.append(node.name)
-        elif isinstance(node, ast.LabelBinary) and node.op == "|":
+        elif isinstance(node, ast.LabelBinary) and node.op == op:
             stack += [node.left, node.right]
         elif isinstance(node, ast.LabelParen):
             stack.append(node.operand)
