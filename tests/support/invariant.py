@@ -34,10 +34,22 @@ class Answer:
         return f"columns {list(self.columns)}, {len(self.rows)} rows {list(self.rows)[:3]}"
 
 
-def _answer(tx: Any, cypher: str, params: dict[str, Any]) -> Answer:
+def _without_list_order(value: Any) -> Any:
+    """``value`` with every list's elements sorted, at every depth (maps keep their keys)."""
+    if isinstance(value, list):
+        return sorted((_without_list_order(item) for item in value), key=lambda item: json.dumps(item, sort_keys=True))
+    if isinstance(value, dict):
+        return {key: _without_list_order(item) for key, item in value.items()}
+    return value
+
+
+def _answer(tx: Any, cypher: str, params: dict[str, Any], ignore_list_order: bool = False) -> Answer:
     result = tx.run(cypher, params)
-    rows = sorted(json.dumps([to_json(value) for value in record.values()], sort_keys=True) for record in result)
-    return Answer(tuple(result.keys()), tuple(rows))
+    rows = []
+    for record in result:
+        row = [to_json(value) for value in record.values()]
+        rows.append(json.dumps(_without_list_order(row) if ignore_list_order else row, sort_keys=True))
+    return Answer(tuple(result.keys()), tuple(sorted(rows)))
 
 
 def _graph(tx: Any, setup: list[str], literals: dict[str, str]) -> dict[str, Any]:
@@ -60,12 +72,15 @@ def compare(
     literals: dict[str, str] | None = None,
     scope_parameter: str = "__gw_scope",
     gateway_params: dict[str, Any] | None = None,
+    ignore_list_order: bool = False,
 ) -> tuple[Answer, Answer]:
     """Neo4j's answer to ``query`` and the gateway's (``rewritten``), on the graph ``setup`` builds.
 
     ``literals`` are parameters written as Cypher literals (the TCK's), evaluated by Neo4j;
     ``gateway_params`` are the scope plan's own (the caller's attribute lists), the rewritten
-    query's only.
+    query's only. ``ignore_list_order`` compares lists as the TCK's "ignoring element order for
+    lists" does: ``collect()`` without an ORDER BY has no order of its own, and the rewritten
+    plan may visit rows in another one.
     """
     params = dict(params or {})
     with driver.session() as session:
@@ -81,12 +96,12 @@ def compare(
             params.update(_graph(tx, setup, literals or {}))
             gateway_params.update(params)
             try:
-                original = _answer(tx, query, params)
+                original = _answer(tx, query, params, ignore_list_order)
             except Neo4jError as exc:
                 original = Answer(error=exc.code)
             if original.error is None:
                 try:
-                    return original, _answer(tx, rewritten, gateway_params)
+                    return original, _answer(tx, rewritten, gateway_params, ignore_list_order)
                 except Neo4jError as exc:
                     return original, Answer(error=exc.code)
         finally:
@@ -96,7 +111,7 @@ def compare(
         try:
             _graph(tx, setup, literals or {})
             try:
-                return original, _answer(tx, rewritten, gateway_params)
+                return original, _answer(tx, rewritten, gateway_params, ignore_list_order)
             except Neo4jError as exc:
                 return original, Answer(error=exc.code)
         finally:
