@@ -16,6 +16,7 @@ certificate against the real host name while the bytes go through the shim and t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import threading
@@ -190,6 +191,16 @@ def classify(exc: BaseException) -> SandboxError:
     return SandboxError(code="internal", message=f"{type(exc).__name__}: {exc}")
 
 
+def _pipelined_begin(session: neo4j.Session) -> contextlib.AbstractContextManager[Any]:
+    """The driver's own switch that sends BEGIN with the first RUN, as ``execute_query`` does.
+
+    A private attribute of the driver version the sandbox image pins (a test holds it); without
+    it BEGIN waits for its own reply: one round trip slower, nothing else changes.
+    """
+    switch = getattr(session, "_pipelined_begin", None)
+    return switch if isinstance(switch, contextlib.AbstractContextManager) else contextlib.nullcontext()
+
+
 def _past_deadline(exc: BaseException, deadline: Deadline, job: SandboxJob) -> SandboxError:
     """The error for a job that failed; once the deadline has fired it is a timeout, whatever Neo4j said."""
     if deadline.fired_at is None:
@@ -212,6 +223,7 @@ class BoltBackend:
             uri = str(config.neo4j_uri)
         self.driver: neo4j.Driver | None = None
         self.derived_visible: frozenset[str] = frozenset()
+        self._open: tuple[neo4j.Session, neo4j.Transaction] | None = None
         context, self.warm_error = context_or_error(config.tls, config.server_name(), config.tls_ca_file)
         if self.warm_error is not None:
             return  # no driver at all: every job answers warm_error
@@ -237,13 +249,20 @@ class BoltBackend:
             # One throwaway job walks every code path a real one takes (lazy imports, the
             # session and transaction machinery, the wire models), so the real one is not slower.
             probe = self.run(WARM_JOB)
+            self.end_transaction()
             if probe.error is not None and probe.error.code == "unavailable":
                 self.warm_error = probe.error
         except Exception as exc:  # reported with the job, not here: the container must still answer
             self.warm_error = classify(exc)
 
     def run(self, job: SandboxJob) -> SandboxResult:
+        """Run ``job``; its READ transaction stays open until :meth:`end_transaction` (or :meth:`close`).
+
+        The answer is complete once the last record is read: a READ transaction commits nothing,
+        so ending it (a rollback) waits until the answer has been written.
+        """
         started = time.perf_counter()
+        self.end_transaction()
         self.derived_visible = frozenset()
         if self.driver is None:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.warm_error)
@@ -279,19 +298,24 @@ class BoltBackend:
                 self.derived_visible = confirm_derived(collector.rows, job.scope, ids, job.params, ask)
 
         deadline = Deadline(driver, database, job.query_id, job.timeout_seconds)
+        session = driver.session(
+            database=database, default_access_mode=neo4j.READ_ACCESS, fetch_size=self.config.fetch_size
+        )
         try:
             # One explicit transaction, never execute_read: its retry loop could run a query twice.
-            with (
-                driver.session(
-                    database=database, default_access_mode=neo4j.READ_ACCESS, fetch_size=self.config.fetch_size
-                ) as session,
-                session.begin_transaction(timeout=job.timeout_seconds, metadata={QUERY_ID_KEY: job.query_id}) as tx,
-            ):
-                deadline.start()
-                work(tx)
-                deadline.cancel()
+            # BEGIN travels with the first RUN (one round trip fewer); a refused BEGIN fails that RUN.
+            with _pipelined_begin(session):
+                tx = session.begin_transaction(timeout=job.timeout_seconds, metadata={QUERY_ID_KEY: job.query_id})
+            self._open = (session, tx)
+            deadline.start()
+            work(tx)
+            deadline.cancel()
         except Exception as exc:
             deadline.cancel()
+            if self._open is None:  # BEGIN itself failed: only the session is open
+                with contextlib.suppress(Exception):
+                    session.close()
+            self.end_transaction()
             return SandboxResult(
                 query_id=job.query_id, ok=False, error=_past_deadline(exc, deadline, job),
                 duration_ms=(time.perf_counter() - started) * 1000,
@@ -310,7 +334,18 @@ class BoltBackend:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
+    def end_transaction(self) -> None:
+        """Roll back and release the last job's transaction, if it is still open."""
+        opened, self._open = self._open, None
+        if opened is not None:
+            session, tx = opened
+            with contextlib.suppress(Exception):  # the process exits next; Neo4j rolls back a closed connection
+                tx.close()
+            with contextlib.suppress(Exception):
+                session.close()
+
     def close(self) -> None:
+        self.end_transaction()
         if self.driver is not None:
             self.driver.close()
         if self._shim is not None:

@@ -19,7 +19,7 @@ from sandbox.bolt import BoltBackend
 from sandbox.config import SandboxConfig
 from sandbox.main import handle
 from sandbox.serialize import encode
-from sandbox.wire import SandboxResult, to_json
+from sandbox.wire import TX_METADATA_QUERY_ID, SandboxResult, to_json
 from tests.support.jobs import LIMITS, make_job
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
@@ -161,6 +161,24 @@ def test_read_mode_alone_refuses_a_write(backend: BoltBackend) -> None:
     assert result.error is not None
     assert result.error.code == "neo4j_refused"
     assert result.error.neo4j_code == "Neo.ClientError.Statement.AccessMode"
+
+
+def test_the_answer_is_complete_before_its_read_transaction_ends(backend: BoltBackend, neo4j_driver: Any) -> None:
+    """The job's READ transaction is rolled back after the answer is written (it commits nothing)."""
+    job = make_job("MATCH (n) RETURN count(n) AS c")
+    result = handle(to_json(job).encode(), backend)
+    assert result.ok and result.rows and result.row_count == 1
+
+    def open_ones() -> list[Any]:
+        records, _, _ = neo4j_driver.execute_query(
+            f"SHOW TRANSACTIONS YIELD metaData, status WHERE metaData.{TX_METADATA_QUERY_ID} = $id RETURN status",
+            {"id": job.query_id},
+        )
+        return [r["status"] for r in records]
+
+    assert open_ones() == ["Running"]
+    backend.end_transaction()
+    assert open_ones() == []
 
 
 def test_syntax_error_is_neo4j_refusing(backend: BoltBackend) -> None:
