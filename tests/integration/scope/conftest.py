@@ -17,14 +17,29 @@ from typing import Any
 import pytest
 
 from gateway import guard, scope
+from gateway.compose import compose
+from gateway.config import GatewaySettings
 from gateway.domain import Principal
 from gateway.mnr.seed import statements
 from gateway.policy import Policy, ToolName, load_policy
+from gateway.service import Gateway
 from tests.support.graph import labelled_graph
+from tests.support.jobs import patient
 from tests.support.rows import RunScoped, Scoped
 
 FIXTURE = Path(__file__).resolve().parent / "scope_fixture.cypher"
 MARKER = "ScopeFixture"
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[Gateway]:
+    """A Gateway composed as ``serve`` composes it under the default policy, patient: a test
+    measures answers, so its calls wait for a container rather than hear ``busy``."""
+    composed = compose(gateway_settings, policy=patient(load_policy(gateway_settings.policy_file)), audit=False)
+    assert composed.problems == [] and composed.runner is not None, composed.problems
+    assert composed.runner.wait_ready(90), "the warm pool did not fill within 90 s"
+    yield composed.gateway
+    composed.close()
 
 
 @pytest.fixture(scope="session")

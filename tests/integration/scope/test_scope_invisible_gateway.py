@@ -16,16 +16,11 @@ from typing import Any
 import pytest
 from neo4j.exceptions import Neo4jError
 
-from gateway.compose import compose
-from gateway.config import GatewaySettings
 from gateway.domain import Principal
 from gateway.errors import Neo4jRefused
-from gateway.policy import load_policy
-from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from sandbox.serialize import to_json
 from tests.support.graph import labelled_graph, unique_label
-from tests.support.jobs import patient
 
 GLOBAL_ONLY = Principal(name="invisible")  # the graph below is global (layers: []): all of it is visible
 
@@ -40,16 +35,6 @@ def label(neo4j_driver: Any) -> Iterator[str]:
     ]  # fmt: skip
     with labelled_graph(neo4j_driver, label, seed):
         yield label
-
-
-@pytest.fixture(scope="module")
-def gateway(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[Gateway]:
-    composed = compose(gateway_settings, policy=patient(load_policy(gateway_settings.policy_file)), audit=False)
-    assert composed.problems == [] and composed.runner is not None, composed.problems
-    runner: SandboxRunner = composed.runner
-    assert runner.wait_ready(90), "the warm pool did not fill within 90 s"
-    yield composed.gateway
-    composed.close()
 
 
 def _direct(driver: Any, cypher: str) -> tuple[list[str], list[str]] | Neo4jError:

@@ -18,14 +18,10 @@ from typing import Any
 import pytest
 
 from gateway import managed_neo4j
-from gateway.compose import compose
-from gateway.config import GatewaySettings
 from gateway.domain import Principal
 from gateway.errors import GatewayError
-from gateway.policy import load_policy
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph, unique_label
-from tests.support.jobs import patient
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
 
@@ -49,15 +45,6 @@ def graph(neo4j_driver: Any) -> Iterator[str]:
     ]
     with labelled_graph(neo4j_driver, label, seed, database="neo4j"):
         yield label
-
-
-@pytest.fixture(scope="module")
-def gateway(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[Gateway]:
-    composed = compose(gateway_settings, policy=patient(load_policy(gateway_settings.policy_file)), audit=False)
-    assert composed.problems == [] and composed.runner is not None, composed.problems
-    assert composed.runner.wait_ready(90), "the warm pool did not fill within 90 s"
-    yield composed.gateway
-    composed.close()
 
 
 def answer(gateway: Gateway, query: str, guess: str) -> tuple[str, Any]:

@@ -22,13 +22,10 @@ from typing import Any
 import pytest
 
 from gateway import guard
-from gateway.compose import compose
-from gateway.config import GatewaySettings
 from gateway.domain import Principal
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph, unique_label
-from tests.support.jobs import patient
 from tests.support.stats import mann_whitney_p
 
 pytestmark = [pytest.mark.neo4j2026, pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -64,15 +61,6 @@ def graph(neo4j_driver: Any) -> Iterator[str]:
     ]
     with labelled_graph(neo4j_driver, label, seed, database="neo4j"):
         yield label
-
-
-@pytest.fixture(scope="module")
-def gateway(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[Gateway]:
-    composed = compose(gateway_settings, policy=patient(load_policy(gateway_settings.policy_file)), audit=False)
-    assert composed.problems == [] and composed.runner is not None, composed.problems
-    assert composed.runner.wait_ready(90), "the warm pool did not fill within 90 s"
-    yield composed.gateway
-    composed.close()
 
 
 def oracle_query(graph: str) -> str:
