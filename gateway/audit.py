@@ -85,8 +85,11 @@ class AuditEvent(BaseModel):
     time: str
     query_id: str
     principal: str | None
-    # The layers the query was confined to (empty: global-only); None when no principal is known.
+    # The layers the query was confined to (empty: global-only), capped like parameter keys
+    # (an IdP's claim can carry thousands); None when no principal is known.
     scope: list[str] | None = None
+    # How many layers the principal has, so a capped ``scope`` says it is one.
+    scope_count: int | None = None
     # The principal's further named lists (``repositories``, …; empty: it has none); None when no
     # principal is known.
     attributes: dict[str, list[str]] | None = None
@@ -137,7 +140,8 @@ class AuditEvent(BaseModel):
         return cls(
             time=_now(), query_id=query_id,
             principal=principal if isinstance(principal, str) else principal.name,
-            scope=None if isinstance(principal, str) else sorted(principal.scope), attributes=_attributes(principal),
+            scope=None if isinstance(principal, str) else _capped_keys(principal.scope),
+            scope_count=None if isinstance(principal, str) else len(principal.scope), attributes=_attributes(principal),
             transport=transport, client=origin.client, subject=origin.subject, issuer=origin.issuer, tool=tool,
             query_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] if cypher is not None
             else None,
@@ -153,7 +157,8 @@ class AuditEvent(BaseModel):
         return cls(
             time=_now(), query_id=os.urandom(16).hex(),
             principal=principal.name if principal is not None else None,
-            scope=sorted(principal.scope) if principal is not None else None, attributes=_attributes(principal),
+            scope=_capped_keys(principal.scope) if principal is not None else None,
+            scope_count=len(principal.scope) if principal is not None else None, attributes=_attributes(principal),
             transport="http", client=origin.client, subject=origin.subject, issuer=origin.issuer, tool="http",
             decision="refused", error_code=code, status=status, reason=reason[:MAX_REASON_CHARS],
         )  # fmt: skip

@@ -217,6 +217,22 @@ def test_every_line_names_the_principals_attribute_lists_capped(tmp_path: Path) 
     assert all(len(value) <= MAX_KEY_CHARS + 1 for value in capped.attributes["zz"])
     refused = AuditEvent.refused(status=403, code="forbidden", reason="x", principal=mentis)
     assert refused.attributes == {"repositories": ["acme/api", "acme/web"]}
+    assert (first["scope_count"], refused.scope, refused.scope_count) == (1, ["l1"], 1)
+
+
+def test_a_principal_with_thousands_of_layers_writes_a_capped_scope_and_says_how_many() -> None:
+    layers = frozenset({"x" * 1_000, *(f"layer-{i:05d}" for i in range(10_000))})
+    crowded = Principal(name="crowded", scope=layers)
+    for event in (
+        AuditEvent.begin(
+            query_id="x", principal=crowded, transport="direct", tool="analyze", cypher=None, param_keys=[]
+        ),
+        AuditEvent.refused(status=403, code="forbidden", reason="x", principal=crowded),
+    ):
+        assert event.scope is not None and len(event.scope) == MAX_PARAM_KEYS
+        assert all(len(layer) <= MAX_KEY_CHARS + 1 for layer in event.scope)
+        assert event.scope_count == 10_001
+        assert len(event.model_dump_json()) < 20_000
     assert AuditEvent.refused(status=401, code="unauthorized", reason="x", principal=None).attributes is None
 
 
