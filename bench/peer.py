@@ -1,6 +1,6 @@
 """The gateway's MCP tool call end to end against a peer MCP server (mcp-neo4j-cypher), back to back.
 
-    .venv/bin/python bench/peer.py               # 100 calls per query class and path, ~5 minutes
+    .venv/bin/python bench/peer.py               # 100 calls per query class, path and schedule, ~2 minutes
     .venv/bin/python bench/peer.py --quick       # 20 calls, no JSON unless --out
     .venv/bin/python bench/peer.py --calls 300
 
@@ -15,13 +15,17 @@
    classes, the same Cypher text to every path: a small read (5 rows), a 100-row read (the
    default policy's row limit, not truncated) and a 2-hop traversal (20 rows).
 3. **Both servers over stdio through the same client** (the MCP SDK's ``Client`` in this
-   process): ``cypher-gateway serve`` under the default policy and its default settings (tool
+   process, ``--mode``: its default negotiation, or the initialize handshake for both):
+   ``cypher-gateway serve`` under the default policy and its default settings (tool
    ``analyze``), and the peer (tool ``read_neo4j_cypher``). Warmed, then for each class N calls
    per path **back to back** (each call sent when the previous answer is back), the gateway,
    the peer and the bare driver (this process, one explicit READ transaction; a reference, not
-   an MCP server) interleaved call by call in rotating order, so load hits all three alike.
-   Every answer is checked: the same rows, in the same order, from every path; a gateway
-   ``busy`` is counted apart.
+   an MCP server) interleaved so load hits all three alike, in two schedules (``--blocks``):
+   call by call in rotating order, where each server idles while the other two answer; and in
+   blocks of 10 calls per path, where each server is called strictly back to back (a block's
+   first call, which follows the other paths' calls, is checked but not timed). Every answer is
+   checked: the same rows, in the same order, from every path; a gateway ``busy`` is counted
+   apart.
 4. **Where the gateway's milliseconds go**, per call, from clocks the product already reports:
    the audit line's ``duration_ms`` (``Gateway.run``: guard, rewrite, waiting for the
    principal's container, hand-off, sandbox, result check) and the answer's ``durationMs`` (inside
@@ -70,6 +74,7 @@ PEER_PACKAGE, PEER_VERSION = "mcp-neo4j-cypher", "0.6.0"
 PEER_TOOL, GATEWAY_TOOL = "read_neo4j_cypher", "analyze"
 PATHS = ("gateway", "peer", "driver")
 NODES, WARM_CALLS = 200, 5
+SCHEDULES = {1: "call by call (gateway, peer, driver in rotating order)"}  # else: "blocks of K"
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,7 @@ class Answer:
     rows: list[list[Any]] = field(default_factory=list)
     query_id: str | None = None
     sandbox_ms: float | None = None
+    timed: bool = True
 
 
 def _text(result: CallToolResult) -> str:
@@ -218,9 +224,12 @@ def peer_params(exe: Path, conn: Neo4jConnection) -> StdioServerParameters:
 
 def measure(
     classes: list[QueryClass], calls: int, gw: StdioServerParameters, peer: StdioServerParameters,
-    driver: Any, database: str | None, mode: str,
-) -> dict[str, dict[str, list[Answer]]]:  # fmt: skip
-    answers: dict[str, dict[str, list[Answer]]] = {c.name: {p: [] for p in PATHS} for c in classes}
+    driver: Any, database: str | None, mode: str, blocks: list[int],
+) -> dict[int, dict[str, dict[str, list[Answer]]]]:  # fmt: skip
+    """answers[block][query class][path]; the schedules run one after the other on the same two servers."""
+    answers: dict[int, dict[str, dict[str, list[Answer]]]] = {
+        b: {c.name: {p: [] for p in PATHS} for c in classes} for b in blocks
+    }
 
     async def run() -> None:
         async with (
@@ -235,20 +244,30 @@ def measure(
                     return await call_peer(p, cypher)
                 return call_driver(driver, cypher, database)
 
-            for qc in classes:
-                print(f"[peer] {qc.name}: {WARM_CALLS} warm-up and {calls} calls per path ...", file=sys.stderr,
-                      flush=True)  # fmt: skip
+            for block, qc in ((b, c) for b in blocks for c in classes):
+                print(f"[peer] blocks of {block}, {qc.name}: {WARM_CALLS} warm-up and {calls} calls per path ...",
+                      file=sys.stderr, flush=True)  # fmt: skip
                 for _ in range(WARM_CALLS):
                     for path in PATHS:
                         warm = await one(path, qc.cypher)
                         assert warm.outcome == "ok", (path, warm.outcome)
-                for k in range(calls):
+                measured = {path: 0 for path in PATHS}
+                k = 0
+                while min(measured.values()) < calls:
                     # Rotate who goes first, so no path always follows the same one.
                     for path in PATHS[k % 3 :] + PATHS[: k % 3]:
-                        answer = await one(path, qc.cypher)
-                        if answer.outcome == "ok" and len(answer.rows) != qc.rows:
-                            answer.outcome = "wrong"
-                        answers[qc.name][path].append(answer)
+                        for j in range(block):
+                            if j > 0 and measured[path] >= calls:
+                                break
+                            answer = await one(path, qc.cypher)
+                            if answer.outcome == "ok" and len(answer.rows) != qc.rows:
+                                answer.outcome = "wrong"
+                            # In blocks, a block's first call follows the other paths' calls, not its
+                            # own previous answer: it is checked and its failures count, its time not.
+                            answer.timed = block == 1 or j > 0
+                            answers[block][qc.name][path].append(answer)
+                            measured[path] += answer.timed
+                    k += 1
 
     anyio.run(run)
     return answers
@@ -273,7 +292,7 @@ def audit_durations(audit: Path) -> dict[str, float]:
 def report_class(qc: QueryClass, answers: dict[str, list[Answer]], audit: dict[str, float]) -> dict[str, Any]:
     out: dict[str, Any] = {"cypher": qc.cypher, "rows": qc.rows, "paths": {}}
     for path in PATHS:
-        ok = [a.ms for a in answers[path] if a.outcome == "ok"]
+        ok = [a.ms for a in answers[path] if a.outcome == "ok" and a.timed]
         out["paths"][path] = {
             "calls": len(answers[path]),
             "failures": dict(Counter(a.outcome for a in answers[path] if a.outcome != "ok")),
@@ -287,7 +306,7 @@ def report_class(qc: QueryClass, answers: dict[str, list[Answer]], audit: dict[s
                                      "Gateway.run outside the sandbox": [], "inside the sandbox": []}  # fmt: skip
     for a in answers["gateway"]:
         run_ms = audit.get(a.query_id or "")
-        if a.outcome != "ok" or run_ms is None or a.sandbox_ms is None:
+        if a.outcome != "ok" or not a.timed or run_ms is None or a.sandbox_ms is None:
             continue
         split["MCP layer (client time - Gateway.run)"].append(a.ms - run_ms)
         split["Gateway.run outside the sandbox"].append(run_ms - a.sandbox_ms)
@@ -297,7 +316,7 @@ def report_class(qc: QueryClass, answers: dict[str, list[Answer]], audit: dict[s
 
 
 def latency_table(classes: dict[str, dict[str, Any]]) -> str:
-    lines = ["| query | rows | path | answered / sent | failures | p50 ms | p95 ms | p99 ms | p50 / peer |",
+    lines = ["| query | rows | path | timed / sent | failures | p50 ms | p95 ms | p99 ms | p50 / peer |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, c in classes.items():
         peer = c["paths"]["peer"]["latency_ms"]
@@ -328,9 +347,15 @@ def main() -> int:
         "--mode", default="auto", choices=("auto", "legacy"),
         help="the client's protocol negotiation for both servers (auto: the SDK's default; legacy: initialize)",
     )  # fmt: skip
+    parser.add_argument(
+        "--blocks", default="1,10",
+        help="schedules, run one after the other: calls in a row per path before the next path (1: call by call; "
+        "K > 1: each server strictly back to back within a block, the block's first call untimed)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="JSON results (default run: bench/peer-results.json)")
     args = parser.parse_args()
     calls = args.calls or (20 if args.quick else 100)
+    blocks = [int(b) for b in args.blocks.split(",")]
     out = args.out or (None if args.quick else Path(__file__).with_name("peer-results.json"))
 
     exe = ensure_peer()
@@ -342,11 +367,12 @@ def main() -> int:
     results: dict[str, Any] = {
         "what": "one agent back to back over stdio (the MCP SDK's Client), gateway `analyze` under the default "
         "policy vs the peer's `read_neo4j_cypher`, and the bare driver (one explicit READ transaction) for "
-        "reference; interleaved call by call",
+        "reference; interleaved call by call (block 1) and in blocks where each server is called strictly back "
+        "to back",
         "peer": {"package": PEER_PACKAGE, "version": PEER_VERSION, "tool": PEER_TOOL,
                  **{dep: installed_version(peer_venv(), dep) for dep in ("fastmcp", "mcp", "neo4j")}},
-        "client_mode": args.mode, "calls_per_path": calls, "warm_calls": WARM_CALLS, "cpus": os.cpu_count(),
-        "neo4j": conn.uri, "load_before": os.getloadavg(),
+        "client_mode": args.mode, "blocks": blocks, "calls_per_path": calls, "warm_calls": WARM_CALLS,
+        "cpus": os.cpu_count(), "neo4j": conn.uri, "load_before": os.getloadavg(),
     }  # fmt: skip
     try:
         seed(driver, label, layer, conn.database)
@@ -355,7 +381,7 @@ def main() -> int:
             busy_before, began = machine_busy(), time.monotonic()
             answers = measure(
                 classes, calls, gateway_params(layer, image, audit_path), peer_params(exe, conn), driver,
-                conn.database, args.mode,
+                conn.database, args.mode, blocks,
             )  # fmt: skip
             busy_after = machine_busy()
             audit = audit_durations(audit_path)
@@ -367,15 +393,21 @@ def main() -> int:
         100 * (busy_after[0] - busy_before[0]) / max(1, busy_after[1] - busy_before[1]), 1
     )
     results["load_after"] = os.getloadavg()
-    results["classes"] = {qc.name: report_class(qc, answers[qc.name], audit) for qc in classes}
-    print(latency_table(results["classes"]))
-    print("\nThe gateway's call, split by the clocks it reports (per-call differences):\n")
-    print(split_table(results["classes"]))
+    results["runs"] = [
+        {"block": b, "classes": {qc.name: report_class(qc, answers[b][qc.name], audit) for qc in classes}}
+        for b in blocks
+    ]
+    differ: dict[str, int] = {}
+    for run in results["runs"]:
+        schedule = SCHEDULES.get(run["block"], f"blocks of {run['block']}")
+        print(f"\n### {schedule}\n\n{latency_table(run['classes'])}")
+        print("\nThe gateway's call, split by the clocks it reports (per-call differences):\n")
+        print(split_table(run["classes"]))
+        differ.update({f"{schedule}: {n}": c["rows_differ"] for n, c in run["classes"].items() if c["rows_differ"]})
     print(
         f"\nload average before {results['load_before'][0]:.1f}, after {results['load_after'][0]:.1f} "
         f"(1 min; {results['cpus']} CPUs); machine busy {results['machine_busy_percent']}% over {results['seconds']} s"
     )
-    differ = {name: c["rows_differ"] for name, c in results["classes"].items() if c["rows_differ"]}
     if differ:
         print(f"ANSWERS DIFFER from the driver's rows: {differ}")
     if out is not None:
