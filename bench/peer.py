@@ -10,8 +10,8 @@
    ``python3 -m venv`` and pip. It runs in process, unsandboxed: per call an EXPLAIN (its write
    check) and the query through one long-lived async driver, the rows as JSON text. Started with
    ``NEO4J_READ_ONLY=true`` (no write tool).
-2. **The graph**: 200 nodes under a fresh label in one layer, chained by ``NEXT``, all tagged with
-   that layer (the gateway's stdio principal sees it: ``GATEWAY_STDIO_SCOPE``); three query
+2. **The graph**: 200 nodes under a fresh label, chained by ``NEXT``, every element tagged with
+   one layer (the gateway's stdio principal sees it: ``GATEWAY_STDIO_SCOPE``); three query
    classes, the same Cypher text to every path: a small read (5 rows), a 100-row read (the
    default policy's row limit, not truncated) and a 2-hop traversal (20 rows).
 3. **Both servers over stdio through the same client** (the MCP SDK's ``Client`` in this
@@ -31,6 +31,10 @@
    principal's container, hand-off, sandbox, result check) and the answer's ``durationMs`` (inside
    the sandbox); the rest of the client's time is the MCP layer (JSON-RPC over the pipes, the
    SDK's validation and serialization on both sides, the worker-thread hop).
+5. **Stages** (``--no-stages`` skips it): afterwards, alone, the same queries through an
+   in-process ``Gateway`` strictly back to back, interleaved with the direct driver, split by
+   ``bench/sandbox.py``'s ``breakdown`` (the wait for the principal's container to re-arm timed
+   apart from the time inside the sandbox).
 
 The machine is shared: read the ratios. Prints Markdown tables; writes ``bench/peer-results.json``
 (``--quick``: only with ``--out``).
@@ -63,7 +67,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from bench.sandbox import machine_busy, summary
+from bench.sandbox import breakdown, breakdown_table, machine_busy, summary
+from gateway.config import connection_settings
 from gateway.connection import Neo4jConnection
 from gateway.ops import images, neo4j_local
 from gateway.paths import state_dir
@@ -74,6 +79,9 @@ PEER_PACKAGE, PEER_VERSION = "mcp-neo4j-cypher", "0.6.0"
 PEER_TOOL, GATEWAY_TOOL = "read_neo4j_cypher", "analyze"
 PATHS = ("gateway", "peer", "driver")
 NODES, WARM_CALLS = 200, 5
+# The layer every seeded element is in: the one bench.sandbox.breakdown's principal sees (the label is
+# this run's own, so nothing else matches the queries).
+LAYER = "project-a"
 SCHEDULES = {1: "call by call (gateway, peer, driver in rotating order)"}  # else: "blocks of K"
 
 
@@ -352,6 +360,10 @@ def main() -> int:
         help="schedules, run one after the other: calls in a row per path before the next path (1: call by call; "
         "K > 1: each server strictly back to back within a block, the block's first call untimed)",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-stages", action="store_true",
+        help="skip the in-process stage split (bench/sandbox.py's one agent back to back) of each query class",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="JSON results (default run: bench/peer-results.json)")
     args = parser.parse_args()
     calls = args.calls or (20 if args.quick else 100)
@@ -361,7 +373,7 @@ def main() -> int:
     exe = ensure_peer()
     conn = neo4j_local.resolve(start_managed=True)
     image = images.ensure_sandbox_image()
-    label, layer = f"Peer{uuid.uuid4().hex[:8]}", f"bench-{uuid.uuid4().hex[:6]}"
+    label, layer = f"Peer{uuid.uuid4().hex[:8]}", LAYER
     classes = query_classes(label)
     driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password.get_secret_value()))
     results: dict[str, Any] = {
@@ -385,6 +397,14 @@ def main() -> int:
             )  # fmt: skip
             busy_after = machine_busy()
             audit = audit_durations(audit_path)
+            if not args.no_stages:
+                # After the MCP phase, alone: the same queries through an in-process Gateway, with the
+                # wait for the principal's container timed apart (clocks around the layers).
+                settings = connection_settings(conn, sandbox_image=image, audit_path=Path(tmp) / "stages.jsonl")
+                results["stages"] = {}
+                for qc in classes:
+                    print(f"[peer] stages, {qc.name}: {calls} calls ...", file=sys.stderr, flush=True)
+                    results["stages"][qc.name] = breakdown(settings, conn, driver, qc.cypher, calls)
     finally:
         unseed(driver, label, conn.database)
         driver.close()
@@ -408,6 +428,9 @@ def main() -> int:
         f"\nload average before {results['load_before'][0]:.1f}, after {results['load_after'][0]:.1f} "
         f"(1 min; {results['cpus']} CPUs); machine busy {results['machine_busy_percent']}% over {results['seconds']} s"
     )
+    for name, stages in results.get("stages", {}).items():
+        print(f"\n### {name}: one agent back to back through an in-process Gateway (bench/sandbox.py)\n")
+        print(breakdown_table(stages))
     if differ:
         print(f"ANSWERS DIFFER from the driver's rows: {differ}")
     if out is not None:
