@@ -9,7 +9,9 @@
    (``$CYPHER_GATEWAY_STATE``, default ``~/.local/state/cypher-gateway/bench-peer-venv``) with
    ``python3 -m venv`` and pip. It runs in process, unsandboxed: per call an EXPLAIN (its write
    check) and the query through one long-lived async driver, the rows as JSON text. Started with
-   ``NEO4J_READ_ONLY=true`` (no write tool).
+   ``NEO4J_READ_ONLY=true`` (no write tool). Under ``--mode auto`` its stderr shows a validation
+   error for the client's ``server/discover`` probe (mcp 1.22 does not know it) before the client
+   falls back to the initialize handshake: harmless, and once per connection.
 2. **The graph**: 200 nodes under a fresh label, chained by ``NEXT``, every element tagged with
    one layer (the gateway's stdio principal sees it: ``GATEWAY_STDIO_SCOPE``); three query
    classes, the same Cypher text to every path: a small read (5 rows), a 100-row read (the
