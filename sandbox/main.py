@@ -5,15 +5,20 @@
 
 The first line on stdin is the Neo4j account (``sandbox/wire.py``: ``Credentials``); it is
 never in the container's configuration. Then, up to ``CGW_MAX_JOBS`` times, this process
-(which has only imported code: no thread, no connection) forks a child that connects and
-authenticates, says ``sandbox: ready`` on stderr, reads one job line, writes one result line
-and exits. Connecting before the job is read is what makes a pooled container fast: the job
-pays only for its own round trips.
+(which has only imported code: no thread, no connection) forks a child that connects,
+authenticates and warms up, then waits at its gate: a pipe only this process can write. Once
+the gate opens the child says ``sandbox: ready`` on stderr, reads one job line, writes one
+result line and exits. Connecting before the job is read is what makes a pooled container
+fast: the job pays only for its own round trips. In a container that serves several jobs the
+next child is forked as soon as the current one has its gate opened, so it connects while
+the current job runs and a principal calling back to back does not wait for it.
 
 Between two jobs, when this program is the container's first process, everything the
-previous job left is removed: every other process in the container is killed and the
-scratch tmpfs emptied. A job never shares a process, a Bolt connection or a file with the
-job before it, even in a container the policy lets serve several jobs of one principal.
+previous job left is removed before the next child's gate opens: every process in the
+container but this one and that child is killed and the scratch tmpfs emptied. The next
+child is forked by this process, never by a job, and reads nothing until its gate opens. A
+job never shares a process, a Bolt connection or a file with the job before it, even in a
+container the policy lets serve several jobs of one principal.
 Nothing but result lines is ever written to stdout; credentials are never written anywhere.
 """
 
@@ -51,6 +56,10 @@ from sandbox.withhold import Withholding
 MAX_JOB_LINE = 4 * 1024 * 1024
 # A child's exit status: it ran its job, or stdin closed before a job came (the runner is done).
 EXIT_DONE, EXIT_NO_JOB = 0, 3
+# The byte that lets an armed job process say ready and read its job.
+GATE_OPEN = b"G"
+# How many times the reset looks for processes a job left (each round kills what it finds).
+KILL_ROUNDS = 2000
 
 
 class Backend(Protocol):
@@ -130,11 +139,16 @@ def _write(result: SandboxResult) -> None:
     sys.stdout.flush()
 
 
-def _one_job(backend_class: Callable[[SandboxConfig], Backend], config: SandboxConfig) -> int:
-    """The child: connect, say ready, run one job. Its exit ends everything it opened."""
+def _one_job(backend_class: Callable[[SandboxConfig], Backend], config: SandboxConfig, gate: int) -> int:
+    """The child: connect, wait at its gate, say ready, run one job. Its exit ends everything it opened."""
     gc.disable()  # a process that lives for one job inside a memory limit needs no cycle collector
     backend = backend_class(config)
     backend.warm()
+    # Armed. Only the first process opens the gate, once the job before this one has ended and
+    # what it left is gone; until then this process reads nothing from stdin.
+    if os.read(gate, 1) != GATE_OPEN:
+        return EXIT_NO_JOB
+    os.close(gate)
     print(SANDBOX_READY, file=sys.stderr, flush=True)
     line = sys.stdin.buffer.readline(MAX_JOB_LINE + 1)
     if not line:
@@ -147,10 +161,10 @@ def _one_job(backend_class: Callable[[SandboxConfig], Backend], config: SandboxC
     return EXIT_DONE
 
 
-def _run_child(backend_class: Callable[[SandboxConfig], Backend], config: SandboxConfig) -> None:
+def _run_child(backend_class: Callable[[SandboxConfig], Backend], config: SandboxConfig, gate: int) -> None:
     status = 1
     try:
-        status = _one_job(backend_class, config)
+        status = _one_job(backend_class, config, gate)
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
@@ -160,29 +174,92 @@ def _run_child(backend_class: Callable[[SandboxConfig], Backend], config: Sandbo
         os._exit(status)
 
 
-def _reset_container() -> bool:
-    """Remove what a job left: kill every other process in the container, empty the scratch tmpfs.
+def _reset_container(armed: int | None) -> tuple[bool, bool]:
+    """Remove what a job left: kill every process in the container but this one and ``armed``, empty the scratch tmpfs.
 
-    Only the container's first process may do this (``kill(-1)`` from it reaches exactly the
-    container's other processes). False when the scratch directory could not be emptied: the
-    container must then not serve another job.
+    Only the container's first process may do this (its pid namespace's ``/proc`` lists exactly
+    the container's processes, and orphans are re-parented to it, so it reaps them). ``armed`` is
+    the next job's process, forked by this process (never by a job) and waiting at its gate.
+    Returns (the container is clean, ``armed`` is still alive); not clean when the scratch
+    directory could not be emptied or the processes would not die: the container must then not
+    serve another job.
     """
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(-1, signal.SIGKILL)
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
+    keep = {os.getpid()} | ({armed} if armed is not None else set())
+    armed_alive = armed is not None
+    for _ in range(KILL_ROUNDS):
+        others = [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) not in keep]
+        if not others:
             break
+        for pid in others:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.0005)  # let the killed die before they are reaped
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid == armed:  # a job may kill the next one: then it is made again, after this
+                armed_alive = False
+                keep.discard(pid)
+    else:
+        return False, armed_alive
     try:
         for entry in os.scandir(SCRATCH_DIR):
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, onerror=_make_removable)
             else:
                 os.unlink(entry.path)
-        return not any(os.scandir(SCRATCH_DIR))
+        return not any(os.scandir(SCRATCH_DIR)), armed_alive
     except OSError:
-        return False
+        return False, armed_alive
+
+
+@dataclasses.dataclass
+class _Armed:
+    """A job process forked by the first process, connecting or warm, waiting at its gate.
+
+    The gate is a pipe only that process and the first process hold (a job forked earlier
+    never had it), so nothing but the first process can let it take a job.
+    """
+
+    pid: int
+    gate: int
+
+    @classmethod
+    def fork(cls, backend_class: Callable[[SandboxConfig], Backend], config: SandboxConfig) -> _Armed:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(write_end)
+            _run_child(backend_class, config, read_end)
+        os.close(read_end)
+        return cls(pid, write_end)
+
+    def open(self) -> bool:
+        """Let it say ready and take the next job; False when it is gone."""
+        try:
+            os.write(self.gate, GATE_OPEN)
+            return True
+        except OSError:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            return False
+        finally:
+            self._close_gate()
+
+    def discard(self) -> None:
+        """End it without a job (its gate closes: it exits), and reap it."""
+        self._close_gate()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+    def _close_gate(self) -> None:
+        if self.gate >= 0:
+            os.close(self.gate)
+            self.gate = -1
 
 
 def _make_removable(_function: object, path: str, _exc: object) -> None:
@@ -226,15 +303,27 @@ def main() -> int:
     backend_class = backend_type(config)
     # The children share the imported code copy-on-write; keep the collector off those pages.
     gc.freeze()
-    for _ in range(config.max_jobs):
-        pid = os.fork()
-        if pid == 0:
-            _run_child(backend_class, config)
-        _, status = os.waitpid(pid, 0)
-        if first_of_container and not _reset_container():
-            return 1
+    armed: _Armed | None = _Armed.fork(backend_class, config)
+    for served in range(config.max_jobs):
+        current = armed or _Armed.fork(backend_class, config)
+        if not current.open():  # it died at its gate: a fresh one (it connects now, after the reset)
+            current = _Armed.fork(backend_class, config)
+            if not current.open():
+                return 1
+        # The next job's process connects and warms up while this one runs, off the next job's path.
+        armed = _Armed.fork(backend_class, config) if served + 1 < config.max_jobs else None
+        _, status = os.waitpid(current.pid, 0)
+        if first_of_container:
+            clean, armed_alive = _reset_container(armed.pid if armed is not None else None)
+            if not clean:
+                return 1
+            if armed is not None and not armed_alive:
+                armed.discard()
+                armed = _Armed.fork(backend_class, config)
         if os.waitstatus_to_exitcode(status) != EXIT_DONE:
             break
+    if armed is not None:
+        armed.discard()
     return 0
 
 

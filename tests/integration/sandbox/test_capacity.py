@@ -359,3 +359,49 @@ def test_a_socket_left_listening_is_gone_before_the_next_job(
     assert runner.records()[-1].container_id == first, "the second job ran in the same container"
     wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept again")
     assert _exec(container, connect).split() == ["closed", "closed"]
+
+
+CHILDREN_OF_THE_FIRST = (
+    "import os\n"
+    "for p in os.listdir('/proc'):\n"
+    "    if p.isdigit():\n"
+    "        fields = open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()\n"
+    "        if fields[1] == '1': print(p, fields[19])\n"  # ppid, start time
+)
+
+
+def test_the_next_job_process_is_armed_by_the_first_process_and_a_job_killing_it_costs_only_a_fork(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
+) -> None:
+    policy = SandboxPolicy(max_queries_per_container=4, idle_container_seconds=600)
+    runner = start(cleanup, runner_settings(pool_size=1), policy, 1)
+    assert runner.run(make_job("RETURN 1 AS x"), ALICE).ok
+    first = runner.records()[-1].container_id
+    pool = runner._pool
+    assert pool is not None
+    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept for its principal")
+    container = docker_client.containers.get(first)
+    slow = make_job("UNWIND range(1, 20000000) AS x WITH x WHERE x % 3 = 0 RETURN count(*) AS c", timeout_seconds=60)
+    answers: list[SandboxResult] = []
+    running = threading.Thread(target=lambda: answers.append(runner.run(slow, ALICE)), daemon=True)
+    running.start()
+    wait_until(lambda: slow.query_id in {r.query_id for r in runner.records()}, timeout=60, what="the slow job")
+
+    def children() -> list[tuple[int, int]]:
+        return [
+            (int(p), int(t))
+            for p, t in (line.split() for line in _exec(container, CHILDREN_OF_THE_FIRST).split("\n") if line)
+        ]
+
+    # While the job runs, the first process has forked the next job's process: two children, both its own.
+    wait_until(lambda: len(children()) == 2, timeout=30, what="the running job process and the armed one")
+    assert running.is_alive(), "the slow job ended before the armed process could be seen: make it slower"
+    armed_pid = max(children(), key=lambda child: child[1])[0]
+    # A compromised job (the same uid) kills the armed process: its own answer and the next one still come.
+    _exec(container, f"import os, signal; os.kill({armed_pid}, signal.SIGKILL)")
+    running.join(120)
+    (answer,) = answers
+    assert answer.ok and answer.rows == [[20000000 // 3]], answer.error
+    assert runner.run(make_job("RETURN 3 AS x"), ALICE).rows == [[3]]
+    assert runner.records()[-1].container_id == first, "the third job ran in the same container"
+    assert armed_pid not in [pid for pid, _ in children()]
