@@ -171,17 +171,28 @@ def _exec(container: Any, code: str, detach: bool = False) -> str:
     return "" if detach else str(result.output.decode())
 
 
-def test_a_reused_container_is_emptied_between_two_jobs(
-    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
-) -> None:
-    policy = SandboxPolicy(max_queries_per_container=3, idle_container_seconds=600)
+def _wait_kept(runner: SandboxRunner, container_id: str, what: str) -> None:
+    pool = runner._pool
+    assert pool is not None
+    wait_until(lambda: container_id in pool.idle_ids(ALICE), timeout=60, what=what)
+
+
+def _kept_container(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any, queries: int
+) -> tuple[SandboxRunner, str, Any]:
+    """A runner of one container that ran one job of ALICE's and is kept for her next ``queries - 1``."""
+    policy = SandboxPolicy(max_queries_per_container=queries, idle_container_seconds=600)
     runner = start(cleanup, runner_settings(pool_size=1), policy, 1)
     assert runner.run(make_job("RETURN 1 AS x"), ALICE).ok
     first = runner.records()[-1].container_id
-    pool = runner._pool
-    assert pool is not None
-    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept for its principal")
-    container = docker_client.containers.get(first)
+    _wait_kept(runner, first, "the container kept for its principal")
+    return runner, first, docker_client.containers.get(first)
+
+
+def test_a_reused_container_is_emptied_between_two_jobs(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
+) -> None:
+    runner, first, container = _kept_container(runner_settings, cleanup, docker_client, queries=3)
     # What a compromised job could leave behind: a file in the scratch tmpfs and a running process.
     _exec(container, "open('/tmp/left-behind', 'w').write('x')")
     _exec(container, "import time; time.sleep(600)  # left-behind", detach=True)
@@ -196,7 +207,7 @@ def test_a_reused_container_is_emptied_between_two_jobs(
 
     assert runner.run(make_job("RETURN 2 AS x"), ALICE).rows == [[2]]
     assert runner.records()[-1].container_id == first, "the second job ran in the same container"
-    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept again")
+    _wait_kept(runner, first, "the container kept again")
     assert _exec(container, listing).strip() == "[]"
     assert _exec(container, processes).strip() == "0"
 
@@ -329,14 +340,7 @@ def test_a_job_process_cannot_reach_into_the_first_process(
 def test_a_socket_left_listening_is_gone_before_the_next_job(
     runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
 ) -> None:
-    policy = SandboxPolicy(max_queries_per_container=3, idle_container_seconds=600)
-    runner = start(cleanup, runner_settings(pool_size=1), policy, 1)
-    assert runner.run(make_job("RETURN 1 AS x"), ALICE).ok
-    first = runner.records()[-1].container_id
-    pool = runner._pool
-    assert pool is not None
-    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept for its principal")
-    container = docker_client.containers.get(first)
+    runner, first, container = _kept_container(runner_settings, cleanup, docker_client, queries=3)
     # A compromised job could leave a listener on the loopback (TCP) and an abstract Unix socket,
     # waiting for the next job's process to talk to them.
     _exec(
@@ -357,7 +361,7 @@ def test_a_socket_left_listening_is_gone_before_the_next_job(
     wait_until(lambda: _exec(container, connect).split() == ["open", "open"], timeout=30, what="the listeners up")
     assert runner.run(make_job("RETURN 2 AS x"), ALICE).rows == [[2]]
     assert runner.records()[-1].container_id == first, "the second job ran in the same container"
-    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept again")
+    _wait_kept(runner, first, "the container kept again")
     assert _exec(container, connect).split() == ["closed", "closed"]
 
 
@@ -373,14 +377,7 @@ CHILDREN_OF_THE_FIRST = (
 def test_the_next_job_process_is_armed_by_the_first_process_and_a_job_killing_it_costs_only_a_fork(
     runner_settings: SettingsFactory, cleanup: list[SandboxRunner], docker_client: Any
 ) -> None:
-    policy = SandboxPolicy(max_queries_per_container=4, idle_container_seconds=600)
-    runner = start(cleanup, runner_settings(pool_size=1), policy, 1)
-    assert runner.run(make_job("RETURN 1 AS x"), ALICE).ok
-    first = runner.records()[-1].container_id
-    pool = runner._pool
-    assert pool is not None
-    wait_until(lambda: first in pool.idle_ids(ALICE), timeout=60, what="the container kept for its principal")
-    container = docker_client.containers.get(first)
+    runner, first, container = _kept_container(runner_settings, cleanup, docker_client, queries=4)
     slow = make_job("UNWIND range(1, 20000000) AS x WITH x WHERE x % 3 = 0 RETURN count(*) AS c", timeout_seconds=60)
     answers: list[SandboxResult] = []
     running = threading.Thread(target=lambda: answers.append(runner.run(slow, ALICE)), daemon=True)
