@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -152,3 +153,20 @@ def sandbox_runner(runner_settings: SettingsFactory, docker_client: Any) -> Iter
     runner_id = runner.runner_id
     runner.close()
     assert remove_leftovers(docker_client, runner_id) == 0, "the runner leaked containers"
+
+
+@pytest.fixture(scope="module")
+def query_api_runner(
+    runner_settings: SettingsFactory, neo4j_connection: Neo4jConnection, docker_client: Any
+) -> Iterator[SandboxRunner]:
+    """A pool of one on the Query API transport (httpx to the managed Neo4j's HTTP address)."""
+    assert neo4j_connection.http_uri, "the managed Neo4j reports no HTTP address for the Query API"
+    http = urlparse(neo4j_connection.http_uri)
+    runner = SandboxRunner(
+        runner_settings(transport="query-api", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1),
+        PATIENT,
+    )
+    assert runner.wait_ready(60), runner.available()
+    yield runner
+    runner.close()
+    assert remove_leftovers(docker_client, runner.runner_id) == 0

@@ -14,18 +14,15 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 import pytest
 
-from gateway.connection import Neo4jConnection
 from gateway.domain import Principal, ToolResult
 from gateway.errors import QueryRejected
 from gateway.policy import HiddenProperties, load_policy
-from gateway.runner import SandboxRunner, remove_leftovers
+from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph
-from tests.support.jobs import PATIENT, SettingsFactory
 
 pytestmark = pytest.mark.neo4j2026
 
@@ -111,22 +108,6 @@ def test_each_path_saw_the_value_then_is_refused(
     with pytest.raises(QueryRejected) as refused:
         Gateway(ON, sandbox_runner).run("analyze", query, params, AGENT)
     assert refused.value.rule == "property.hidden", refused.value.reason
-
-
-@pytest.fixture(scope="module")
-def query_api_runner(
-    runner_settings: SettingsFactory, neo4j_connection: Neo4jConnection, docker_client: Any
-) -> Iterator[SandboxRunner]:
-    assert neo4j_connection.http_uri, "the managed Neo4j reports no HTTP address for the Query API"
-    http = urlparse(neo4j_connection.http_uri)
-    runner = SandboxRunner(
-        runner_settings(transport="query-api", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1),
-        PATIENT,
-    )
-    assert runner.wait_ready(60), runner.available()
-    yield runner
-    runner.close()
-    assert remove_leftovers(docker_client, runner.runner_id) == 0
 
 
 @pytest.mark.parametrize("transport", ["bolt", "query-api"])

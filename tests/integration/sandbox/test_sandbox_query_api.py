@@ -3,37 +3,18 @@ HTTP Query API. A hosted Neo4j would be https on 443; the one-host rule is the s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 import pytest
 
-from gateway.connection import Neo4jConnection
 from gateway.domain import Principal
 from gateway.policy import load_policy
-from gateway.runner import SandboxRunner, remove_leftovers
+from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from tests.support.graph import count_label, fingerprint, unique_label
-from tests.support.jobs import PATIENT, SettingsFactory, make_job
+from tests.support.jobs import make_job
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
-
-
-@pytest.fixture(scope="module")
-def query_api_runner(
-    runner_settings: SettingsFactory, neo4j_connection: Neo4jConnection, docker_client: Any
-) -> Iterator[SandboxRunner]:
-    assert neo4j_connection.http_uri, "the managed Neo4j reports no HTTP address for the Query API"
-    http = urlparse(neo4j_connection.http_uri)
-    runner = SandboxRunner(
-        runner_settings(transport="query-api", neo4j_host=http.hostname, neo4j_port=http.port, pool_size=1),
-        PATIENT,
-    )
-    assert runner.wait_ready(60), runner.available()
-    yield runner
-    runner.close()
-    assert remove_leftovers(docker_client, runner.runner_id) == 0
 
 
 def test_query_api_reads_through_the_sandbox(query_api_runner: SandboxRunner, seeded: str) -> None:
