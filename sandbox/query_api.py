@@ -24,7 +24,8 @@ import httpx
 
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
-from sandbox.serialize import TYPE_KEY, JsonValue, RowCollector
+from sandbox.serialize import JsonValue, RowCollector
+from sandbox.tagged import TYPE_KEY
 from sandbox.tls import context_or_error, tls_failure
 from sandbox.wire import Notification, SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
 from sandbox.withhold import Withholding

@@ -23,12 +23,12 @@ checks them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
 
-_TYPE = "$type"
 # The parameter the derived queries read the element ids from (reserved: no caller sets it).
 IDS_PARAMETER = "__gw_ids"
 
@@ -111,34 +111,9 @@ class _Rules:
         return held is True or item.get("elementId") in self.confirmed
 
 
-def _elements(value: Any) -> Iterator[dict[str, Any]]:
-    """Every node and relationship in ``value`` (tagged JSON), however deeply nested."""
-    # Iterative: a deeply nested list from the database cannot overflow the stack.
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            kind = item.get(_TYPE)
-            if kind in ("node", "relationship"):
-                yield item
-            elif kind == "path":
-                stack.extend(item.get("nodes") or [])
-                stack.extend(item.get("relationships") or [])
-            elif kind == "map":
-                # The serializer's wrapper for a user map that has its own "$type" key:
-                # its entries are plain values, never a tag.
-                inner = item.get("value")
-                stack.extend(inner.values() if isinstance(inner, dict) else [inner])
-            else:
-                # Plain maps and any other tag: look inside anyway, never skip unseen.
-                stack.extend(item.values())
-
-
 def _value_visible(value: Any, rules: _Rules) -> bool:
-    for item in _elements(value):
-        visible = rules.node(item) if item.get(_TYPE) == "node" else rules.relationship(item)
+    for item in elements(value):
+        visible = rules.node(item) if item.get(TYPE_KEY) == "node" else rules.relationship(item)
         if not visible:
             return False
     return True
@@ -158,11 +133,11 @@ def derived_candidates(rows: list[list[Any]], scope: ScopeCheck) -> tuple[set[st
     relationships: set[str] = set()
     derived_labels = {label for label, rule in scope.nodes.items() if rule.kind == "derived"}
     derived_types = {t for t, rule in scope.relationships.items() if rule.kind == "derived"}
-    for item in _elements(rows):
+    for item in elements(rows):
         token = item.get("elementId")
         if not isinstance(token, str):
             continue
-        if item.get(_TYPE) == "node":
+        if item.get(TYPE_KEY) == "node":
             if derived_labels.intersection(item.get("labels") or ()):
                 nodes.add(token)
         elif item.get("type") in derived_types:

@@ -24,10 +24,9 @@ from neo4j.graph import Node, Path, Relationship
 from neo4j.spatial import Point
 from neo4j.time import Date, DateTime, Duration, Time
 
+from sandbox.tagged import TYPE_KEY
 from sandbox.wire import Truncation
 from sandbox.withhold import Withholding
-
-TYPE_KEY = "$type"
 
 JsonValue = Any  # None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import SandboxJob, ScopeCheck
-
-_TYPE = "$type"
 
 
 class Withholding:
@@ -50,29 +49,14 @@ class Withholding:
 
     def apply(self, value: Any) -> tuple[int, int]:
         """Remove hidden keys from ``value`` in place: (elements of a hiding label or type, keys removed)."""
-        elements = removed = 0
-        stack = [value]
-        while stack:  # iterative: a deeply nested list from the database cannot overflow the stack
-            item = stack.pop()
-            if isinstance(item, list):
-                stack.extend(item)
-            elif isinstance(item, dict):
-                kind = item.get(_TYPE)
-                if kind in ("node", "relationship"):
-                    owners = item.get("labels") if kind == "node" else [item.get("type")]
-                    keys = self._keys(owners)
-                    if keys is not None:
-                        elements += 1
-                        removed += self._remove(item.get("properties"), keys)
-                elif kind == "path":
-                    stack.extend(item.get("nodes") or [])
-                    stack.extend(item.get("relationships") or [])
-                elif kind == "map":
-                    inner = item.get("value")
-                    stack.extend(inner.values() if isinstance(inner, dict) else [inner])
-                else:
-                    stack.extend(item.values())
-        return elements, removed
+        count = removed = 0
+        for item in elements(value):
+            owners = item.get("labels") if item.get(TYPE_KEY) == "node" else [item.get("type")]
+            keys = self._keys(owners)
+            if keys is not None:
+                count += 1
+                removed += self._remove(item.get("properties"), keys)
+        return count, removed
 
     def _keys(self, owners: Any) -> set[str] | None:
         if not isinstance(owners, list):

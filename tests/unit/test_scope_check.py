@@ -101,18 +101,3 @@ def test_deeply_nested_lists_do_not_overflow() -> None:
     for _ in range(5000):
         value = [value]
     assert filter_rows(["v"], [[value]], CHECK) == ([], 1)
-
-
-def test_scope_check_imports_only_stdlib_pydantic_and_the_wire() -> None:
-    import ast as pyast
-    from pathlib import Path
-
-    import sandbox.scope_check as module
-
-    tree = pyast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-    imported = {
-        (n.module or "") if isinstance(n, pyast.ImportFrom) else a.name
-        for n in pyast.walk(tree) if isinstance(n, pyast.Import | pyast.ImportFrom)
-        for a in n.names
-    }  # fmt: skip
-    assert imported <= {"__future__", "collections.abc", "typing", "sandbox.wire"}, imported
