@@ -434,7 +434,9 @@ def remove_orphans(client: Any) -> int:
     """Remove containers and volumes of runners whose owning process (on this host) is dead."""
     host = socket.gethostname()
     dead: set[str] = set()
-    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
+    # Other runners remove their containers while we list: one gone between the list and its
+    # inspection is skipped, not an error that stops the start-up.
+    for container in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL_OWNER}):
         owner = container.labels.get(LABEL_OWNER, "")
         owner_host, _, pid = owner.rpartition(":")
         if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
@@ -446,7 +448,7 @@ def remove_leftovers(client: Any, runner_id: str | None = None) -> int:
     """Remove containers and volumes a runner left behind (all runners' when ``runner_id`` is None)."""
     label = f"{LABEL_RUNNER}={runner_id}" if runner_id else LABEL_RUNNER
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": label}):
+    for container in client.containers.list(all=True, ignore_removed=True, filters={"label": label}):
         with contextlib.suppress(Exception):
             container.remove(force=True)
             removed += 1

@@ -138,7 +138,9 @@ if {exit_how!r} == "crash":
 
 
 def _containers_of(docker_client: Any, runner_id: str) -> list[Any]:
-    return list(docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUNNER}={runner_id}"}))
+    return list(
+        docker_client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_RUNNER}={runner_id}"})
+    )
 
 
 def test_a_process_exiting_without_close_leaves_nothing(runner_settings: SettingsFactory, docker_client: Any) -> None:

@@ -66,7 +66,7 @@ def slow_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _owned(docker_client: Any, pid: int) -> tuple[list[Any], list[Any]]:
     label = f"{LABEL_OWNER}={socket.gethostname()}:{pid}"
-    containers = docker_client.containers.list(all=True, filters={"label": label})
+    containers = docker_client.containers.list(all=True, ignore_removed=True, filters={"label": label})
     volumes = docker_client.volumes.list(filters={"label": label})
     return containers, volumes
 
