@@ -298,9 +298,10 @@ class BoltBackend:
                 self.derived_visible = confirm_derived(collector.rows, job.scope, ids, job.params, ask)
 
         deadline = Deadline(driver, database, job.query_id, job.timeout_seconds)
-        session = driver.session(
-            database=database, default_access_mode=neo4j.READ_ACCESS, fetch_size=self.config.fetch_size
-        )
+        # One PULL asks for every row the policy lets through plus the one that says it was cut:
+        # an answer within the row limit is one round trip, however many rows. The driver still
+        # hands over one record at a time, so the sandbox holds no more of a batch than before.
+        session = driver.session(database=database, default_access_mode=neo4j.READ_ACCESS, fetch_size=job.max_rows + 1)
         try:
             # One explicit transaction, never execute_read: its retry loop could run a query twice.
             # BEGIN travels with the first RUN (one round trip fewer); a refused BEGIN fails that RUN.

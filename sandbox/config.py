@@ -33,7 +33,6 @@ class SandboxConfig:
     neo4j_user: str = "neo4j"
     neo4j_password: str = field(default="", repr=False)
     database: str | None = None
-    fetch_size: int = 16
     # Jobs this container runs, each in a fresh process, before the program exits.
     max_jobs: int = 1
     # TLS end to end to Neo4j (sandbox/tls.py); the server name is the real host's, never the shim's.
@@ -48,8 +47,8 @@ class SandboxConfig:
             raise ConfigError(f"{SandboxEnv.NEO4J_URI} must be bolt://host:port; TLS is set by {SandboxEnv.TLS}")
         if self.transport == "query-api" and not self.query_api_url:
             raise ConfigError(f"the query-api transport needs {SandboxEnv.QUERY_API_URL}")
-        if self.max_jobs < 1 or self.fetch_size < 1:
-            raise ConfigError(f"{SandboxEnv.MAX_JOBS} and {SandboxEnv.FETCH_SIZE} must be positive")
+        if self.max_jobs < 1:
+            raise ConfigError(f"{SandboxEnv.MAX_JOBS} must be positive")
         if self.tls not in ("off", "verify", "trust-all"):
             raise ConfigError(f"{SandboxEnv.TLS} must be off, verify or trust-all")
         https = urlsplit(str(self.query_api_url)).scheme == "https"
@@ -75,10 +74,9 @@ class SandboxConfig:
         if transport not in ("bolt", "query-api"):
             raise ConfigError(f"{SandboxEnv.TRANSPORT} must be bolt or query-api")
         try:
-            fetch_size = int(env.get(SandboxEnv.FETCH_SIZE, "16"))
             max_jobs = int(env.get(SandboxEnv.MAX_JOBS, "1"))
         except ValueError:
-            raise ConfigError(f"{SandboxEnv.FETCH_SIZE} and {SandboxEnv.MAX_JOBS} must be integers") from None
+            raise ConfigError(f"{SandboxEnv.MAX_JOBS} must be an integer") from None
         return cls(
             transport=cast(Literal["bolt", "query-api"], transport),
             neo4j_uri=env.get(SandboxEnv.NEO4J_URI) or None,
@@ -87,7 +85,6 @@ class SandboxConfig:
             neo4j_user=credentials.user,
             neo4j_password=credentials.password,
             database=env.get(SandboxEnv.DATABASE) or None,
-            fetch_size=fetch_size,
             max_jobs=max_jobs,
             tls=cast(TlsMode, env.get(SandboxEnv.TLS, "off")),
             tls_server_name=env.get(SandboxEnv.TLS_SERVER_NAME) or None,

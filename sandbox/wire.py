@@ -87,7 +87,6 @@ class SandboxEnv(StrEnum):
     NEO4J_URI = "CGW_NEO4J_URI"  # a direct Bolt URI instead (host-side tests only)
     QUERY_API_URL = "CGW_QUERY_API_URL"  # the real https://host[:port] TLS is verified against
     DATABASE = "CGW_DATABASE"
-    FETCH_SIZE = "CGW_FETCH_SIZE"
     PROBE = "CGW_PROBE"  # sandbox/probe.py's request (a diagnostic container, never a query's)
     MAX_JOBS = "CGW_MAX_JOBS"  # jobs this container runs before it exits (the policy's reuse limit)
     TLS = "CGW_TLS"  # a TlsMode; the default is "off"
