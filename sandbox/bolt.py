@@ -300,7 +300,7 @@ class BoltBackend:
         deadline = Deadline(driver, database, job.query_id, job.timeout_seconds)
         # One PULL asks for every row the policy lets through plus the one that says it was cut:
         # an answer within the row limit is one round trip, however many rows. The driver still
-        # hands over one record at a time, so the sandbox holds no more of a batch than before.
+        # hands over one record at a time, so the sandbox holds one record, never the whole batch.
         session = driver.session(database=database, default_access_mode=neo4j.READ_ACCESS, fetch_size=job.max_rows + 1)
         try:
             # One explicit transaction, never execute_read: its retry loop could run a query twice.
