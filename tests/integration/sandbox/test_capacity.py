@@ -198,9 +198,16 @@ def test_a_reused_container_is_emptied_between_two_jobs(
     _exec(container, "import time; time.sleep(600)  # left-behind", detach=True)
     listing = "import os; print(sorted(os.listdir('/tmp')))"
     # (The marker is put together at run time, so the probe does not count its own command line.)
+    # (A process that ends while /proc is read is skipped, as in CHILDREN_OF_THE_FIRST.)
     processes = (
-        "import os; marker = 'left' + '-behind'; "
-        "print(sum(marker in open(f'/proc/{p}/cmdline').read() for p in os.listdir('/proc') if p.isdigit()))"
+        "import os\n"
+        "marker, found = 'left' + '-behind', 0\n"
+        "for p in os.listdir('/proc'):\n"
+        "    try:\n"
+        "        found += p.isdigit() and marker in open(f'/proc/{p}/cmdline').read()\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print(found)\n"
     )
     wait_until(lambda: _exec(container, processes).strip() == "1", timeout=30, what="the left-behind process running")
     assert _exec(container, listing).strip() == "['left-behind']"
@@ -365,11 +372,16 @@ def test_a_socket_left_listening_is_gone_before_the_next_job(
     assert _exec(container, connect).split() == ["closed", "closed"]
 
 
+# A process can end between listing /proc and reading its stat (this script's own exec helpers do): such a
+# process is simply not a child any more, so it is skipped rather than printed as a traceback.
 CHILDREN_OF_THE_FIRST = (
     "import os\n"
     "for p in os.listdir('/proc'):\n"
     "    if p.isdigit():\n"
-    "        fields = open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()\n"
+    "        try:\n"
+    "            fields = open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()\n"
+    "        except OSError:\n"
+    "            continue\n"
     "        if fields[1] == '1': print(p, fields[19])\n"  # ppid, start time
 )
 
