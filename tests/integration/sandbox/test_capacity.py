@@ -166,6 +166,20 @@ def test_no_container_ever_serves_two_principals(
         assert grouped[record.container_id][-1] == record, f"{job.cypher!r}'s container was used again"
 
 
+# The prelude of the probes that look at the container's processes: each process's /proc file, skipping one
+# that ended between the listing and the read (other probes' short-lived processes do), which would otherwise
+# print a traceback into the output the probe is parsed from.
+PROC_FILES = (
+    "import os\n"
+    "def proc_files(name):\n"
+    "    for p in os.listdir('/proc'):\n"
+    "        if not p.isdigit(): continue\n"
+    "        try: text = open(f'/proc/{p}/{name}').read()\n"
+    "        except OSError: continue\n"
+    "        yield p, text\n"
+)
+
+
 def _exec(container: Any, code: str, detach: bool = False) -> str:
     result = container.exec_run(["python3", "-c", code], user="10001", detach=detach)
     return "" if detach else str(result.output.decode())
@@ -198,17 +212,7 @@ def test_a_reused_container_is_emptied_between_two_jobs(
     _exec(container, "import time; time.sleep(600)  # left-behind", detach=True)
     listing = "import os; print(sorted(os.listdir('/tmp')))"
     # (The marker is put together at run time, so the probe does not count its own command line.)
-    # (A process that ends while /proc is read is skipped, as in CHILDREN_OF_THE_FIRST.)
-    processes = (
-        "import os\n"
-        "marker, found = 'left' + '-behind', 0\n"
-        "for p in os.listdir('/proc'):\n"
-        "    try:\n"
-        "        found += p.isdigit() and marker in open(f'/proc/{p}/cmdline').read()\n"
-        "    except OSError:\n"
-        "        pass\n"
-        "print(found)\n"
-    )
+    processes = PROC_FILES + "marker = 'left' + '-behind'; print(sum(marker in c for _, c in proc_files('cmdline')))"
     wait_until(lambda: _exec(container, processes).strip() == "1", timeout=30, what="the left-behind process running")
     assert _exec(container, listing).strip() == "['left-behind']"
 
@@ -372,17 +376,10 @@ def test_a_socket_left_listening_is_gone_before_the_next_job(
     assert _exec(container, connect).split() == ["closed", "closed"]
 
 
-# A process can end between listing /proc and reading its stat (this script's own exec helpers do): such a
-# process is simply not a child any more, so it is skipped rather than printed as a traceback.
-CHILDREN_OF_THE_FIRST = (
-    "import os\n"
-    "for p in os.listdir('/proc'):\n"
-    "    if p.isdigit():\n"
-    "        try:\n"
-    "            fields = open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()\n"
-    "        except OSError:\n"
-    "            continue\n"
-    "        if fields[1] == '1': print(p, fields[19])\n"  # ppid, start time
+CHILDREN_OF_THE_FIRST = PROC_FILES + (
+    "for p, stat in proc_files('stat'):\n"
+    "    fields = stat.rsplit(')', 1)[1].split()\n"
+    "    if fields[1] == '1': print(p, fields[19])\n"  # ppid, start time
 )
 
 
