@@ -91,9 +91,9 @@ def _handle_run(args: argparse.Namespace) -> int:
 
 def _policy_file(given: str | None) -> tuple[Path, str]:
     """The policy file a run uses and where that choice came from, as every command chooses it."""
+    from gateway.cli.policy import find_policy_file
     from gateway.config import load_settings
     from gateway.policy import DEFAULT_POLICY_PATH
-    from gateway.policy_cli import find_policy_file
 
     if given is not None:
         return find_policy_file(given)[0], "from --policy"

@@ -103,7 +103,7 @@ class MnrItem(pytest.Item):
 
 def _policy_for(config: pytest.Config, path: Path) -> Path | None:
     """The policy file ``mnr_policies`` names for the suite at ``path``; None: the settings' policy."""
-    from gateway.policy_cli import find_policy_file
+    from gateway.cli.policy import find_policy_file
 
     for line in config.getini("mnr_policies"):
         directory, sep, policy = (part.strip() for part in line.partition("="))

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gateway import scope_survey
+from gateway.cli.policy import lint_warnings
 from gateway.compose import unreachable
 from gateway.config import GatewaySettings, load_settings, neo4j_connection
 from gateway.connection import Neo4jConnection
@@ -31,7 +32,6 @@ from gateway.errors import SetupError
 from gateway.image_tag import sandbox_image_tag
 from gateway.ops.egress import ProbeFailed, doctor_request, network_gateways, run_probe
 from gateway.policy import Policy, load_policy
-from gateway.policy_cli import lint_warnings
 from gateway.runner import SandboxRunner, job_for, settings_for
 
 Status = Literal["ok", "failed", "skipped"]

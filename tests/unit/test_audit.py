@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from gateway.audit import MAX_KEY_CHARS, MAX_PARAM_KEYS, MAX_QUERY_CHARS, AuditEvent, AuditLog, file_sha256
-from gateway.audit_cli import since_time
 from gateway.cli import main
+from gateway.cli.audit import since_time
 from gateway.domain import LayerSwitches, Principal
 from gateway.errors import Busy, QueryRejected, SandboxUnavailable
 from gateway.policy import DEFAULT_POLICY_PATH, load_policy

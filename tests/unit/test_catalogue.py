@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from gateway import catalogue, guard
+from gateway.cli.policy import render_policy
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.guard import RULES
 from gateway.policy import Policy, load_policy
-from gateway.policy_cli import render_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 from tests.support.stub_runner import RunnerStub

@@ -114,7 +114,7 @@ def test_the_policy_section_takes_plain_keys_only(tmp_path: Any) -> None:
 
 
 def test_policy_show_says_what_is_hidden() -> None:
-    from gateway.policy_cli import render_policy
+    from gateway.cli.policy import render_policy
 
     line = "hidden properties (never named by a query, never in an answer or the schema tool): "
     assert line + "Attempt: embedding; KNOWS: secret" in render_policy(HIDDEN)

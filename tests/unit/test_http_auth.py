@@ -25,11 +25,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
 from gateway.auth import AuthConfigError, TokenEntry, TokenTable, bearer_token
+from gateway.cli.serve import http_app
 from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
-from gateway.server_cli import http_app
 from gateway.service import Gateway
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until

@@ -19,7 +19,7 @@ from tests.support.paths import REPO
 
 GATEWAY = REPO / "gateway"
 # The request path, and what `serve` itself imports.
-REQUEST_PATH = ("server", "service", "compose", "config", "runner", "scope", "guard", "cypher", "server_cli")
+REQUEST_PATH = ("server", "service", "compose", "config", "runner", "scope", "guard", "cypher", "cli.serve")
 OFF_THE_PATH = ("gateway.ops", "gateway.mnr")
 
 

@@ -28,6 +28,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
 from gateway.auth import PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY, BearerAuth, TokenEntry, TokenTable, ungranted_tool
+from gateway.cli.serve import http_app
 from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
 from gateway.oauth import (
@@ -42,7 +43,6 @@ from gateway.oauth import (
 )
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
-from gateway.server_cli import http_app
 from gateway.service import Gateway
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gateway.cli.policy_init import render_template, scope_properties
 from gateway.policy import POLICIES_DIR, PolicyError, load_policy
-from gateway.policy_init import render_template, scope_properties
 
 
 def init(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from gateway.cli.policy import lint_warnings, render_policy
 from gateway.policy import Policy, ScopeSettings, load_policy
-from gateway.policy_cli import lint_warnings, render_policy
 
 
 def _with_untagged(value: str) -> Policy:

@@ -317,7 +317,7 @@ def test_the_rules_policy_is_a_valid_policy() -> None:
 
 
 def test_policy_show_says_every_rule_as_a_sentence() -> None:
-    from gateway.policy_cli import render_policy, rule_sentences
+    from gateway.cli.policy import render_policy, rule_sentences
 
     sentences = rule_sentences(POLICY)
     assert (
@@ -344,7 +344,7 @@ def test_policy_show_says_every_rule_as_a_sentence() -> None:
 def test_policy_lint_refuses_a_cycle_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from gateway.policy_cli import EXIT_INVALID_POLICY, _handle_lint
+    from gateway.cli.policy import EXIT_INVALID_POLICY, _handle_lint
 
     raw = _raw()
     raw["scope"]["nodes"]["Repository"] = {"kind": "derived", "path": "(x)-[:OWNS]->(anchor:Attempt)"}

@@ -23,8 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import MAX_KEY_CHARS, AuditLog
-from gateway.audit_cli import select
 from gateway.cli import main
+from gateway.cli.audit import select
 from gateway.connection import Neo4jConnection
 from tests.support.env import server_env
 from tests.support.paths import GATEWAY_CLI, REPO

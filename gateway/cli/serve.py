@@ -1,4 +1,4 @@
-"""``cypher-gateway serve`` (stdio or streamable HTTP); ``audit tail|summary`` lives in ``gateway.audit_cli``.
+"""``cypher-gateway serve`` (stdio or streamable HTTP); ``audit tail|summary`` lives in ``gateway.cli.audit``.
 
 ``serve``: settings -> :func:`~gateway.compose.compose` (policy, runner, audit, Gateway)
 -> MCP server -> transport. Every message goes to stderr: on stdio, stdout belongs to

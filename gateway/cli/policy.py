@@ -383,7 +383,7 @@ def find_policy_file(given: str) -> tuple[Path, str | None]:
 
 
 def _handle_init(args: argparse.Namespace) -> int:
-    from gateway.policy_init import render_template
+    from gateway.cli.policy_init import render_template
 
     shipped = shipped_policies()
     if args.template not in shipped:

@@ -1,8 +1,9 @@
-"""The ``cypher-gateway`` command line.
+"""The ``cypher-gateway`` command line: the operator's side of the gateway.
 
-Each sub-command lives in the module that owns its concept and registers
-itself here through a ``register(subparsers)`` function, so this file stays a
-table of contents.
+This package holds the commands that are only a command (``serve``, ``check`` and ``policy``,
+``audit``); the others live with the concept they operate (``gateway/ops/``, ``gateway/mnr/``).
+Each registers itself here through a ``register(subparsers)`` function, so this file stays a
+table of contents. Nothing on the request path imports this package but ``serve``'s own module.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from gateway import __version__
 
 # In the order `cypher-gateway --help` lists them.
 _COMMANDS = (
-    "gateway.ops.neo4j_local", "gateway.ops.images", "gateway.ops.doctor", "gateway.server_cli",
-    "gateway.audit_cli", "gateway.ops.tokens", "gateway.policy_cli", "gateway.mnr.cli",
+    "gateway.ops.neo4j_local", "gateway.ops.images", "gateway.ops.doctor", "gateway.cli.serve",
+    "gateway.cli.audit", "gateway.ops.tokens", "gateway.cli.policy", "gateway.mnr.cli",
 )  # fmt: skip
 # `serve` is the long-lived process agents talk to: it loads what it runs and none of the
 # operator tooling the other commands bring (tests/unit/test_layers.py holds that).
-_SERVE = ("gateway.server_cli",)
+_SERVE = ("gateway.cli.serve",)
 
 
 def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser:
@@ -44,7 +45,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     result: int = args.handler(args)
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(main())
