@@ -97,7 +97,8 @@ class GatewaySettings(BaseSettings):
     # OAuth 2.1 resource server (gateway.oauth): on when oauth_issuer is set; beside tokens_file or alone.
     oauth_issuer: str | None = None  # the exact `iss` of accepted tokens; published as the authorization server
     oauth_resource: str | None = None  # this server's resource URI: the `aud` a token must hold
-    oauth_jwks_url: str | None = None  # the issuer's key set (Keycloak: <issuer>/protocol/openid-connect/certs)
+    # The issuer's key set; None: the jwks_uri its metadata names (RFC 8414 / OpenID discovery).
+    oauth_jwks_url: str | None = None
     oauth_algorithms: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["RS256", "ES256"])
     oauth_leeway_seconds: Annotated[int, Field(ge=0, le=300)] = 30
     oauth_name_claim: str = "sub"

@@ -11,7 +11,10 @@ A token is accepted only if all of these hold (PyJWT does the cryptography and t
 Keys are cached: the key set is fetched once, again when a token names a ``kid`` the cache lacks
 (at most once per ``min_refresh_seconds``, so a flood of made-up ``kid``s cannot make the
 gateway hammer the issuer), and again when the cache is older than ``max_age_seconds`` (so a key
-the issuer withdrew stops working). Never once per request.
+the issuer withdrew stops working). Never once per request. Without ``oauth_jwks_url`` the key
+set's URL is the ``jwks_uri`` of the issuer's metadata (RFC 8414, then OpenID discovery), read
+with each key-set read; a document naming another issuer than the configured one is refused, and
+an unreadable one keeps the keys held.
 
 Claims become the principal (:class:`ClaimMapping`): ``sub`` (or the configured claim) is the
 name, the configured layers claim the scope (absent: empty scope, global-only, never
@@ -27,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import jwt
@@ -49,6 +52,9 @@ ALLOWED_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES2
 # run no agent query and need none.
 GATED_TOOLS = ("recall", "analyze")
 JWKS_TIMEOUT_S = 5.0
+# Where an issuer publishes its metadata: RFC 8414 (inserted before the issuer's path), OpenID (appended).
+RFC8414_PATH = "/.well-known/oauth-authorization-server"
+OPENID_PATH = "/.well-known/openid-configuration"
 # The most layers one token may carry, and the longest name: a claim is the issuer's data, bounded.
 MAX_LAYERS = 256
 MAX_NAME_CHARS = 256
@@ -106,19 +112,83 @@ class OAuthIdentity(BaseModel):
     subject: str
 
 
+class KeySetUnreadable(Exception):
+    """The issuer's metadata or key set could not be read; ``reason`` names the URL and the defect."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class IssuerMetadata(BaseModel):
+    """The fields the gateway reads of an issuer's metadata (RFC 8414 §2, OpenID Connect Discovery §3)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    issuer: str
+    jwks_uri: str
+
+
+def metadata_urls(issuer: str) -> tuple[str, str]:
+    """Where ``issuer`` publishes its metadata, in the order read: RFC 8414 §3.1, then OpenID Discovery §4."""
+    parts = urlsplit(issuer)
+    rfc8414 = urlunsplit((parts.scheme, parts.netloc, RFC8414_PATH + parts.path.rstrip("/"), "", ""))
+    return rfc8414, issuer.rstrip("/") + OPENID_PATH
+
+
+def discover(issuer: str, client: httpx.Client) -> IssuerMetadata:
+    """The metadata ``issuer`` publishes about itself, or :class:`KeySetUnreadable`.
+
+    A document that names another issuer is refused, not skipped (RFC 8414 §3.3): whoever serves
+    it is not the issuer the tokens must come from, so its key set is not read.
+    """
+    for url in metadata_urls(issuer):
+        try:
+            response = client.get(url)
+            if response.status_code == 404:
+                continue
+            response.raise_for_status()
+            metadata = IssuerMetadata.model_validate(response.json())
+        except (httpx.HTTPError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise KeySetUnreadable(f"cannot read the issuer's metadata at {url}: {type(exc).__name__}") from exc
+        if metadata.issuer != issuer:
+            raise KeySetUnreadable(f"the metadata at {url} names issuer {metadata.issuer[:200]!r}, not {issuer!r}")
+        if (problem := url_problem(metadata.jwks_uri)) is not None:
+            raise KeySetUnreadable(f"the metadata at {url} names a jwks_uri that {problem}")
+        return metadata
+    raise KeySetUnreadable(f"the issuer publishes no metadata at {' or '.join(metadata_urls(issuer))}")
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` may not carry keys or tokens' trust: https only, plain http on loopback alone."""
+    parts = urlsplit(url)
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        return "is not an https:// URL (http:// only on loopback)"
+    return None
+
+
 class KeySet:
-    """The issuer's signing keys by ``kid``, fetched lazily and refreshed only as the module says."""
+    """The issuer's signing keys by ``kid``, fetched lazily and refreshed only as the module says.
+
+    The key set's URL is ``jwks_url`` when given, else the ``jwks_uri`` of the ``issuer``'s
+    metadata, read with the key set and held as long as the keys are (an issuer outage keeps both).
+    """
 
     def __init__(
         self,
-        jwks_url: str,
+        jwks_url: str | None = None,
         *,
+        issuer: str | None = None,
         min_refresh_seconds: float = 30.0,
         max_age_seconds: float = 3600.0,
         transport: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if jwks_url is None and issuer is None:
+            raise OAuthConfigError("the key set needs oauth_jwks_url or an oauth_issuer to discover it from")
         self.jwks_url = jwks_url
+        self.issuer = issuer
         self.min_refresh_seconds = min_refresh_seconds
         self.max_age_seconds = max_age_seconds
         self._transport = transport
@@ -141,20 +211,32 @@ class KeySet:
             raise TokenRefused("unknown kid")
         return found
 
+    def read(self) -> tuple[str, list[jwt.PyJWK]]:
+        """Ask the issuer now (metadata when discovering, then the key set): its URL and signing keys.
+
+        Raises :class:`KeySetUnreadable`. The cache is not touched: ``doctor`` asks through this.
+        """
+        with httpx.Client(transport=self._transport, timeout=JWKS_TIMEOUT_S, follow_redirects=False) as client:
+            url = self.jwks_url or discover(str(self.issuer), client).jwks_uri
+            try:
+                response = client.get(url)
+                response.raise_for_status()
+                keys = jwt.PyJWKSet.from_dict(response.json()).keys
+            except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
+                raise KeySetUnreadable(f"cannot read the issuer's key set at {url}: {type(exc).__name__}") from exc
+        return url, [k for k in keys if k.key_id and k.public_key_use in (None, "sig")]
+
     def _refresh(self, now: float) -> None:
         self._asked_at = now
         self.fetches += 1
         try:
-            with httpx.Client(transport=self._transport, timeout=JWKS_TIMEOUT_S, follow_redirects=False) as client:
-                response = client.get(self.jwks_url)
-                response.raise_for_status()
-                keys = jwt.PyJWKSet.from_dict(response.json()).keys
-        except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
+            _, keys = self.read()
+        except KeySetUnreadable as exc:
             # The keys we had stay (an issuer outage does not lock everyone out); asked again
             # only after min_refresh_seconds.
-            log.warning("cannot read the issuer's key set at %s: %s", self.jwks_url, type(exc).__name__)
+            log.warning("%s", exc.reason)
             return
-        self._keys = {k.key_id: k for k in keys if k.key_id and k.public_key_use in (None, "sig")}
+        self._keys = {k.key_id: k for k in keys if k.key_id}
         self._fetched_at = now
 
 
@@ -303,17 +385,16 @@ def resource_server(
     """The resource server the settings describe, None when ``oauth_issuer`` is unset."""
     if settings.oauth_issuer is None:
         return None
-    missing = [name for name in ("oauth_resource", "oauth_jwks_url") if getattr(settings, name) is None]
-    if missing:
-        raise OAuthConfigError(f"oauth_issuer is set: {' and '.join(missing)} must be set too")
-    assert settings.oauth_resource is not None and settings.oauth_jwks_url is not None
+    if settings.oauth_resource is None:
+        raise OAuthConfigError("oauth_issuer is set: oauth_resource must be set too")
     for name in ("oauth_issuer", "oauth_resource", "oauth_jwks_url"):
-        parts = urlsplit(getattr(settings, name))
-        loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
-        if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
-            raise OAuthConfigError(f"{name} must be an https:// URL (http:// only on loopback)")
+        value = getattr(settings, name)
+        if value is not None and (problem := url_problem(value)) is not None:
+            raise OAuthConfigError(f"{name} {problem}")
+    # No oauth_jwks_url: the key set's URL is the jwks_uri of the issuer's own metadata.
     keys = KeySet(
         settings.oauth_jwks_url,
+        issuer=settings.oauth_issuer,
         min_refresh_seconds=settings.oauth_jwks_min_refresh_seconds,
         max_age_seconds=settings.oauth_jwks_max_age_seconds,
         transport=transport,

@@ -86,7 +86,8 @@ def served(
     audit = workdir / "audit.jsonl"
     env = server_env(
         neo4j_connection, sandbox_image, audit, GATEWAY_OAUTH_ISSUER=issuer, GATEWAY_OAUTH_RESOURCE=RESOURCE,
-        GATEWAY_OAUTH_JWKS_URL=f"{issuer}/protocol/openid-connect/certs", GATEWAY_OAUTH_NAME_CLAIM="azp",
+        # No GATEWAY_OAUTH_JWKS_URL: the key set is found through the issuer's metadata.
+        GATEWAY_OAUTH_NAME_CLAIM="azp",
         GATEWAY_OAUTH_LEEWAY_SECONDS="1",
         # A named list from a claim the realm's tokens carry (or lack: agent-nolayers).
         GATEWAY_OAUTH_ATTRIBUTE_CLAIMS="teams=layers",
