@@ -40,6 +40,7 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
 from gateway.domain import DEFAULT_ATTRIBUTE, RESERVED_PREFIX, Principal, attribute_name_problem
 from gateway.errors import ErrorCode, GatewayError, SetupError
+from gateway.roles import Roles
 
 if TYPE_CHECKING:
     from gateway.config import GatewaySettings
@@ -88,6 +89,8 @@ class ClaimMapping(BaseModel):
     scope_claim: str = "scope"
     # Named attribute list -> the claim that fills it (``{"repositories": "repos"}``).
     attribute_claims: dict[str, str] = Field(default_factory=dict)
+    # The policy's roles: set, a token's tools come from its roles and a token with none is refused.
+    roles: Roles | None = None
 
     @field_validator("attribute_claims")
     @classmethod
@@ -110,6 +113,8 @@ class OAuthIdentity(BaseModel):
     tools: frozenset[str]
     issuer: str
     subject: str
+    # The policy's roles the token holds (empty when the policy maps none).
+    roles: frozenset[str] = frozenset()
 
 
 class KeySetUnreadable(Exception):
@@ -317,13 +322,26 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
             raise TokenRefused(f"claim {claim} ({attribute}) is not a list of strings")
         attributes[attribute] = frozenset(_usable(value or [], claim))
     scopes = _strings(claims.get(mapping.scope_claim), mapping.scope_claim)
+    tools = frozenset(t for t in GATED_TOOLS if t in scopes)
+    roles: frozenset[str] = frozenset()
+    if mapping.roles is not None:
+        held = _usable(_strings(claims.get(mapping.roles.claim), mapping.roles.claim), mapping.roles.claim)
+        grant = mapping.roles.grant(held)
+        if grant is None:
+            raise TokenRefused(f"claim {mapping.roles.claim} names none of the policy's roles")
+        roles, tools = grant.roles, grant.tools
+        layers = sorted(set(layers) | grant.attributes.get(DEFAULT_ATTRIBUTE, frozenset()))
+        for attribute, values in grant.attributes.items():
+            if attribute != DEFAULT_ATTRIBUTE:
+                attributes[attribute] = attributes.get(attribute, frozenset()) | values
     return OAuthIdentity(
         # "oauth:" keeps a token's subject apart from a tokens-file principal of the same name (a
         # container serves one principal: docs/decisions/0011).
         principal=Principal(name=f"oauth:{name}", scope=frozenset(layers), attributes=attributes),
-        tools=frozenset(t for t in GATED_TOOLS if t in scopes),
+        tools=tools,
         issuer=str(claims["iss"]),
         subject=str(claims["sub"]),
+        roles=roles,
     )
 
 
@@ -380,9 +398,9 @@ WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
 
 
 def resource_server(
-    settings: GatewaySettings, *, transport: httpx.BaseTransport | None = None
+    settings: GatewaySettings, *, roles: Roles | None = None, transport: httpx.BaseTransport | None = None
 ) -> ResourceServer | None:
-    """The resource server the settings describe, None when ``oauth_issuer`` is unset."""
+    """The resource server the settings describe (with the policy's ``roles``), None when ``oauth_issuer`` is unset."""
     if settings.oauth_issuer is None:
         return None
     if settings.oauth_resource is None:
@@ -410,6 +428,7 @@ def resource_server(
             layers_claim=settings.oauth_layers_claim,
             scope_claim=settings.oauth_scope_claim,
             attribute_claims=settings.oauth_attribute_claims,
+            roles=roles,
         ),
     )
     return ResourceServer(verifier=verifier, resource=settings.oauth_resource,

@@ -19,6 +19,7 @@ from gateway.cypher import ast
 from gateway.cypher.ast import CypherVersion
 from gateway.errors import SetupError
 from gateway.paths import resource
+from gateway.roles import Roles
 from sandbox.wire import Untagged
 
 # The policies shipped in the package: the repository's policies/, built into the wheel.
@@ -420,6 +421,8 @@ class Policy(_Strict):
     cypher: CypherSettings = CypherSettings()
     sandbox: SandboxPolicy = SandboxPolicy()
     tools: dict[ToolName, ToolPolicy]
+    # An IdP group/role claim -> named roles granting tools and attribute values (gateway.roles).
+    roles: Roles | None = None
 
     @model_validator(mode="after")
     def _every_tool_present(self) -> Policy:

@@ -73,12 +73,16 @@ def _serve(args: argparse.Namespace) -> int:
         settings = load_settings(args.config, **overrides)
         tokens = _tokens(settings, args)
         oauth = None if args.transport != "http" or args.insecure_no_auth else resource_server(settings)
-        if oauth is not None:
-            _say(f"OAuth bearer auth on: tokens from {settings.oauth_issuer} for {settings.oauth_resource}")
         composed = compose(settings, survey=_look_at_the_graph)
     except SetupError as exc:
         _say(f"cannot start: {exc}")
         return 2
+    if oauth is not None:
+        # Again with the policy's roles, now that compose has loaded the policy it serves.
+        roles = composed.gateway.policy.roles
+        oauth = resource_server(settings, roles=roles)
+        granted = f"; tools and scope from the roles in claim {roles.claim!r}" if roles is not None else ""
+        _say(f"OAuth bearer auth on: tokens from {settings.oauth_issuer} for {settings.oauth_resource}{granted}")
     for problem in composed.problems:
         _say(f"WARNING: {problem}")
     if composed.problems:
