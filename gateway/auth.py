@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gateway.audit import note_token
 from gateway.domain import Principal, attribute_lists
 from gateway.errors import SetupError
-from gateway.oauth import GATED_TOOLS, ResourceServer, TokenRefused
+from gateway.oauth import GATED_TOOLS, OAuthIdentity, ResourceServer, TokenRefused
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +188,34 @@ def _entry(item: object, index: int, file: Path) -> TokenEntry:
         raise AuthConfigError(f"tokens file {file}: {who} is invalid ({'; '.join(problems)})") from exc
 
 
+class Authenticated(BaseModel):
+    """Whom a bearer token names: the principal, and for an OAuth token what the issuer vouched for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    principal: Principal
+    # None: a tokens-file principal (every tool).
+    oauth: OAuthIdentity | None = None
+
+    def may_call(self, tool: str) -> bool:
+        """The rule the middleware (403) and the tool layer apply: an OAuth token needs a grant for a gated tool."""
+        return self.oauth is None or tool not in GATED_TOOLS or tool in self.oauth.tools
+
+
+def authenticate(token: str, tokens: TokenTable | None, oauth: ResourceServer | None) -> Authenticated:
+    """The tokens file first, then the OAuth verifier; :class:`TokenRefused` naming why neither took it.
+
+    The one decision ``serve``'s middleware and ``cypher-gateway auth inspect`` both make.
+    """
+    principal = tokens.authenticate(token) if tokens is not None else None
+    if principal is not None:
+        return Authenticated(principal=principal)
+    if oauth is None:
+        raise TokenRefused("not a token of the tokens file")
+    found = oauth.verifier.verify(token)
+    return Authenticated(principal=found.principal, oauth=found)
+
+
 def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
     values = [v for k, v in headers if k.lower() == b"authorization"]
     if len(values) != 1:
@@ -229,22 +257,23 @@ class BearerAuth:
             if token is None:
                 await self._unauthorized(send, None, "a valid bearer token is required")
                 return
-            principal = self.tokens.authenticate(token) if self.tokens is not None else None
-            if principal is None and self.oauth is not None:
-                try:
-                    found = await anyio.to_thread.run_sync(self.oauth.verifier.verify, token)
-                except TokenRefused as exc:
-                    scope[REFUSAL_REASON_KEY] = f"OAuth token refused: {exc.reason}"
-                    await self._unauthorized(send, "invalid_token", f"the bearer token was refused: {exc.reason}")
+            try:
+                if self.oauth is None:
+                    found = authenticate(token, self.tokens, None)
+                else:  # a key read blocks
+                    found = await anyio.to_thread.run_sync(authenticate, token, self.tokens, self.oauth)
+            except TokenRefused as exc:
+                if self.oauth is None:
+                    await self._unauthorized(send, "invalid_token", "a valid bearer token is required")
                     return
-                principal = found.principal
-                scope[TOOLS_SCOPE_KEY] = found.tools
-                scope[IDENTITY_SCOPE_KEY] = found
-                note_token(found.subject, found.issuer)
-            if principal is None:
-                await self._unauthorized(send, "invalid_token", "a valid bearer token is required")
+                scope[REFUSAL_REASON_KEY] = f"OAuth token refused: {exc.reason}"
+                await self._unauthorized(send, "invalid_token", f"the bearer token was refused: {exc.reason}")
                 return
-            scope[PRINCIPAL_SCOPE_KEY] = principal
+            if found.oauth is not None:
+                scope[TOOLS_SCOPE_KEY] = found.oauth.tools
+                scope[IDENTITY_SCOPE_KEY] = found.oauth
+                note_token(found.oauth.subject, found.oauth.issuer)
+            scope[PRINCIPAL_SCOPE_KEY] = found.principal
         else:
             scope[PRINCIPAL_SCOPE_KEY] = Principal(name="anonymous", scope=frozenset())
         declared = _content_length(headers)

@@ -19,7 +19,7 @@ from gateway import __version__
 # In the order `cypher-gateway --help` lists them.
 _COMMANDS = (
     "gateway.ops.neo4j_local", "gateway.ops.images", "gateway.ops.doctor", "gateway.cli.serve",
-    "gateway.cli.audit", "gateway.ops.tokens", "gateway.cli.policy", "gateway.mnr.cli",
+    "gateway.cli.audit", "gateway.ops.tokens", "gateway.cli.auth", "gateway.cli.policy", "gateway.mnr.cli",
 )  # fmt: skip
 # `serve` is the long-lived process agents talk to: it loads what it runs and none of the
 # operator tooling the other commands bring (tests/unit/test_layers.py holds that).
