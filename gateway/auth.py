@@ -161,6 +161,10 @@ class TokenTable:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def attribute_names(self) -> frozenset[str]:
+        """The named attribute lists some principal of the file has (``doctor`` asks)."""
+        return frozenset(name for _, principal in self._entries for name in principal.attributes)
+
     def weak(self) -> dict[str, str]:
         """Principal name -> why its token could be guessed, for every such entry."""
         return dict(self._weak)

@@ -1,7 +1,9 @@
 """``cypher-gateway doctor``: does everything the gateway needs hold, and what fixes what does not.
 
 Each check says ``ok``, ``failed`` (with a fix) or ``skipped`` (a check it needs failed),
-in the order a request needs them: the settings, the policy, the audit log, Docker, the
+in the order a request needs them: the settings, the policy, the audit log, identity (the
+principal sources supply what the policy reads; with OAuth, the issuer, its keys and the
+resource metadata: gateway.ops.identity_check), Docker, the
 sandbox image, Neo4j's address, then a live sandbox: it starts, one read query goes
 through the real pool, forwarder and credentials (TLS included), the policy's scope is
 held against the graph (its property must occur, the names it lists must exist; per label
@@ -31,6 +33,7 @@ from gateway.connection import Neo4jConnection
 from gateway.errors import SetupError
 from gateway.image_tag import sandbox_image_tag
 from gateway.ops.egress import ProbeFailed, doctor_request, network_gateways, run_probe
+from gateway.ops.identity_check import IdentityProblem, check_identity
 from gateway.policy import Policy, load_policy
 from gateway.runner import SandboxRunner, job_for, settings_for
 
@@ -83,6 +86,7 @@ class Doctor:
             self._check("settings", self._settings, needs=[])
             self._check("policy", self._policy, needs=["settings"])
             self._check("audit log", self._audit, needs=["settings"])
+            self._check("identity", self._identity, needs=["settings", "policy"])
             self._check("docker", self._docker, needs=[])
             self._check("sandbox image", self._image, needs=["settings", "docker"])
             self._check("neo4j", self._neo4j, needs=["settings"])
@@ -144,6 +148,13 @@ class Doctor:
                 f"make {path.parent} writable, or set audit_path (GATEWAY_AUDIT_PATH) to a file this user can write",
             ) from exc
         return f"{path} is writable"
+
+    def _identity(self) -> str:
+        assert self.settings is not None and self.policy is not None
+        try:
+            return check_identity(self.settings, self.policy)
+        except IdentityProblem as problem:
+            raise _Failed(problem.detail, problem.fix) from problem
 
     def _docker(self) -> str:
         from docker.client import DockerClient

@@ -42,7 +42,8 @@ def test_missing_services_are_named_with_fixes_and_their_dependents_skipped(
 ) -> None:
     code, checks = _doctor(capsys)
     assert code == 1
-    assert [name for name, c in checks.items() if c["status"] == "ok"] == ["settings", "policy", "audit log"]
+    held = [name for name, c in checks.items() if c["status"] == "ok"]
+    assert held == ["settings", "policy", "audit log", "identity"]
     assert checks["docker"]["status"] == "failed" and "no-docker.sock" in checks["docker"]["detail"]
     assert "DOCKER_HOST" in checks["docker"]["fix"]
     assert checks["neo4j"]["status"] == "failed" and "not reachable" in checks["neo4j"]["detail"]
@@ -86,7 +87,7 @@ def test_the_text_report_puts_each_fix_under_its_failure(
     lines = capsys.readouterr().out.splitlines()
     failed = next(i for i, line in enumerate(lines) if line.startswith("FAILED") and " docker " in line)
     assert "fix:" in lines[failed + 1]
-    assert lines[-1].startswith("7 of 10 checks do not hold: docker, sandbox image, neo4j")
+    assert lines[-1].startswith("7 of 11 checks do not hold: docker, sandbox image, neo4j")
 
 
 def test_a_probe_report_names_every_breach() -> None:
