@@ -1,9 +1,13 @@
-"""OAuth against a real issuer: Keycloak (started here, realm.json imported) mints the tokens, a real
-``serve --transport http`` checks them, and the fastmcp client calls the tools with them.
+"""OAuth against a real issuer: Keycloak (started here, with the realm file docs/identity.md walks
+through) mints the tokens, a real ``serve --transport http`` checks them, and the fastmcp client
+calls the tools with them. The server is given only the issuer: it finds the key set through the
+issuer's metadata. ``auth inspect``, doctor's identity check and roles from Keycloak groups are
+held against the same issuer.
 
 The realm has clients whose service-account tokens carry different ``layers`` claims and OAuth
 scopes (agent-a: team-a, recall+analyze; agent-b: team-b+shared, analyze only), one without the
-layers claim and one whose tokens are for another audience. Defective tokens are made from real
+layers claim, one whose tokens are for another audience, and one (agent-payments) whose service
+account is in the Keycloak group payments-readers, carried in a ``groups`` claim. Defective tokens are made from real
 ones (expired, tampered, alg none) or signed with a fresh key (unknown kid). A wrong-issuer token
 would need Keycloak's private key: tests/unit/test_oauth.py signs one with the issuer's own key.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,26 +27,33 @@ import anyio
 import httpx
 import jwt
 import pytest
+import yaml
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastmcp import Client as FastMCPClient
 from fastmcp.client.transports import StreamableHttpTransport
 
 from gateway.audit import AuditLog
+from gateway.config import GatewaySettings
 from gateway.connection import Neo4jConnection
 from gateway.ops import keycloak
-from tests.support.env import server_env
+from gateway.ops.identity_check import IdentityProblem, check_identity
+from gateway.policy import DEFAULT_POLICY_PATH, load_policy
+from tests.support.env import clean_env, server_env
 from tests.support.graph import labelled_graph, unique_label
+from tests.support.paths import GATEWAY_CLI, REPO
 from tests.support.server import start_http_server, stop
 
 pytestmark = pytest.mark.keycloak
 
-HERE = Path(__file__).resolve().parent
+# The realm docs/identity.md describes: one file for the guide and the tests.
+REALM_FILE = REPO / "docs" / "identity" / "cypher-gateway-test-realm.json"
 REALM = "cypher-gateway-test"
 # The resource URI the realm's audience mappers name: the gateway must listen where it says.
 GATEWAY_PORT = 18766
 RESOURCE = f"http://127.0.0.1:{GATEWAY_PORT}/mcp"
 SECRETS = {
-    c: f"{c}-local-test-secret" for c in ("agent-a", "agent-b", "agent-nolayers", "agent-elsewhere", "agent-shortlived")
+    c: f"{c}-local-test-secret"
+    for c in ("agent-a", "agent-b", "agent-nolayers", "agent-elsewhere", "agent-shortlived", "agent-payments")
 }
 
 
@@ -52,7 +64,7 @@ def _issuer() -> str:
 @pytest.fixture(scope="module")
 def issuer() -> str:
     try:
-        seconds = keycloak.start(HERE / "realm.json", REALM)
+        seconds = keycloak.start(REALM_FILE, REALM)
     except keycloak.KeycloakSetupError as exc:
         pytest.fail(f"Keycloak is required and could not be started: {exc}", pytrace=False)
     print(f"[keycloak] start took {seconds:.1f} s")
@@ -171,3 +183,60 @@ def test_defective_tokens_are_refused_with_invalid_token(served: Served) -> None
 def test_protected_resource_metadata_names_keycloak(served: Served, issuer: str) -> None:
     document = httpx.get(f"http://127.0.0.1:{GATEWAY_PORT}/.well-known/oauth-protected-resource/mcp").json()
     assert document["resource"] == RESOURCE and document["authorization_servers"] == [issuer]
+
+
+def _inspect(token: str, tmp_path: Path, *, policy: Path | None = None, **settings: str) -> tuple[int, str]:
+    """``cypher-gateway auth inspect --json`` on ``token`` (from stdin), with the settings serve gets above."""
+    env = clean_env(GATEWAY_OAUTH_ISSUER=_issuer(), GATEWAY_OAUTH_RESOURCE=RESOURCE, GATEWAY_OAUTH_NAME_CLAIM="azp",
+                    GATEWAY_OAUTH_ATTRIBUTE_CLAIMS="teams=layers", GATEWAY_AUDIT_PATH=str(tmp_path / "audit.jsonl"),
+                    **settings)  # fmt: skip
+    if policy is not None:
+        env["GATEWAY_POLICY_FILE"] = str(policy)
+    done = subprocess.run([GATEWAY_CLI, "auth", "inspect", "--json"], input=token, capture_output=True, text=True,
+                          env=env, timeout=120, check=False)  # fmt: skip
+    assert token not in done.stdout + done.stderr
+    return done.returncode, done.stdout
+
+
+def test_auth_inspect_shows_what_a_good_token_gets_and_why_a_bad_one_is_refused(issuer: str, tmp_path: Path) -> None:
+    status, out = _inspect(token_for("agent-b"), tmp_path)
+    assert status == 0, out
+    found = json.loads(out)
+    assert found["principal"] == "oauth:agent-b" and found["issuer"] == issuer
+    assert found["attributes"] == {"layers": ["shared", "team-b"], "teams": ["shared", "team-b"]}
+    assert found["tools"] == ["analyze", "check", "schema"]  # agent-b holds the analyze scope only
+    # agent-elsewhere's tokens name no audience at all (its client has no audience mapper).
+    status, out = _inspect(token_for("agent-elsewhere"), tmp_path)
+    assert status == 1 and json.loads(out) == {"accepted": False, "reason": "missing claim aud"}
+
+
+def test_doctor_fails_a_wrong_jwks_url_with_the_fix(issuer: str) -> None:
+    settings = GatewaySettings(oauth_issuer=issuer, oauth_resource=RESOURCE,
+                               oauth_jwks_url=f"{issuer}/protocol/openid-connect/certz")  # fmt: skip
+    with pytest.raises(IdentityProblem) as caught:
+        check_identity(settings, load_policy())
+    assert "certz" in caught.value.detail
+    # The fix names the key set the issuer's own metadata publishes.
+    assert f"({issuer}/protocol/openid-connect/certs)" in caught.value.fix
+    sound = check_identity(settings.model_copy(update={"oauth_jwks_url": None}), load_policy())
+    assert f"issuer {issuer} publishes its metadata" in sound and "RS256 allowed" in sound
+
+
+def test_roles_come_from_keycloak_groups(issuer: str, tmp_path: Path) -> None:
+    document = yaml.safe_load(DEFAULT_POLICY_PATH.read_text(encoding="utf-8"))
+    document["roles"] = {"claim": "groups", "grants": {
+        "payments-readers": {"tools": ["recall"], "attributes": {"repositories": ["acme/payments"]}},
+        "infra-readers": {"tools": ["recall", "analyze"], "attributes": {"repositories": ["acme/infra"]}},
+    }}  # fmt: skip
+    policy = tmp_path / "roles.yaml"
+    policy.write_text(yaml.safe_dump(document), encoding="utf-8")
+    status, out = _inspect(token_for("agent-payments"), tmp_path, policy=policy)
+    assert status == 0, out
+    found = json.loads(out)
+    assert found["roles"] == ["payments-readers"]
+    assert found["attributes"]["repositories"] == ["acme/payments"]
+    # The client holds no OAuth tool scope: recall comes from the role, and analyze from nothing.
+    assert found["tools"] == ["recall", "check", "schema"]
+    # A token in no group of the policy's roles gets nothing: refused.
+    status, out = _inspect(token_for("agent-a"), tmp_path, policy=policy)
+    assert status == 1 and json.loads(out)["reason"] == "claim groups names none of the policy's roles"
