@@ -313,7 +313,7 @@ class Gateway:
         )
 
     def failed_unexpectedly(
-        self, tool: str, cypher: object, principal: str, transport: Transport, exc: BaseException
+        self, tool: str, cypher: object, principal: Principal | str, transport: Transport, exc: BaseException
     ) -> InternalError:
         """The answer, log entry and audit line for an exception outside the steps above (the server's own)."""
         event = AuditEvent.begin(

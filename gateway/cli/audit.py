@@ -8,7 +8,7 @@ VALUE in its attribute list NAME, or whose pinned parameter NAME was VALUE: "who
 
 A principal is its (source, name): a tokens-file name and an OAuth subject that print alike
 are counted apart, each labelled with its source. Every value printed comes from the log, which
-may hold any text (a line written by an older version, a client's address): ``summary`` prints
+may hold any text (a line another version wrote, an edited file, a client's address): ``summary`` prints
 it escaped (:func:`gateway.identity_text.printable`), ``tail`` as ASCII-only JSON.
 """
 
@@ -71,14 +71,16 @@ def where_pair(text: str) -> tuple[str, str]:
 
 def attribute_values(record: dict[str, Any], name: str) -> list[str]:
     """The principal's list ``name`` on a line (``layers`` is its scope); empty when it has none."""
-    values = record.get("scope") if name == DEFAULT_ATTRIBUTE else (record.get("attributes") or {}).get(name)
+    named = record.get("attributes")
+    values = record.get("scope") if name == DEFAULT_ATTRIBUTE else named.get(name) if isinstance(named, dict) else None
     return [str(v) for v in values] if isinstance(values, list) else []
 
 
 def matches(record: dict[str, Any], name: str, value: str) -> bool:
     """The line's principal holds ``value`` in its list ``name``, or the pinned parameter ``name`` was ``value``."""
-    pinned = record.get("pinned") or {}
-    return value in attribute_values(record, name) or (name in pinned and str(pinned[name]) == value)
+    pinned = record.get("pinned")
+    held = isinstance(pinned, dict) and name in pinned and str(pinned[name]) == value
+    return held or value in attribute_values(record, name)
 
 
 def select(
