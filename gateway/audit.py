@@ -1,11 +1,13 @@
 """The audit log: one append-only JSON line per tool call, and one per refused HTTP request.
 
 What a reviewer needs to reconstruct a decision, and nothing that could leak:
-parameter *keys* only (values are redacted), never credentials, the query text
+parameter *keys* only (values are redacted, except those of the parameters the tool's pins
+bind: what a read was confined to), never credentials, the query text
 only when the operator keeps it (its hash always). Each line says who asked
-(principal, its effective scope and named attribute lists, for HTTP the client address and a token's
-subject and issuer), under which policy (name and SHA-256 of the file) and over
-which transport.
+(principal and where it was established: ``principal_source``, so a tokens-file name and an
+OAuth subject are never one identity; its effective scope and named attribute lists, for HTTP
+the client address and a token's subject and issuer), under which policy (name and SHA-256 of
+the file) and over which transport.
 
 A line is bounded whatever the caller sends: the query text is cut at
 :data:`MAX_QUERY_CHARS` characters (``query_chars`` keeps the full length, the
@@ -21,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,6 +73,18 @@ def _capped_keys(keys: Iterable[object]) -> list[str]:
     return [name if len(name) <= MAX_KEY_CHARS else name[:MAX_KEY_CHARS] + "…" for name in names[:MAX_PARAM_KEYS]]
 
 
+def _pinned(values: Mapping[str, object] | None) -> dict[str, object] | None:
+    """Pinned parameter values as JSON scalars, each cut like a key (the policy bounds them anyway)."""
+    if not values:
+        return None
+    kept: dict[str, object] = {}
+    for name, value in sorted(values.items())[:MAX_PARAM_KEYS]:
+        if not isinstance(value, bool | int | float | str):
+            value = json.dumps(value, default=str)[:MAX_KEY_CHARS]
+        kept[_capped_keys([name])[0]] = _capped_keys([value])[0] if isinstance(value, str) else value
+    return kept
+
+
 def _attributes(principal: Principal | str | None) -> dict[str, list[str]] | None:
     """The principal's named lists beside ``scope``, each capped like parameter keys (and so is their number)."""
     if principal is None or isinstance(principal, str):
@@ -85,6 +99,8 @@ class AuditEvent(BaseModel):
     time: str
     query_id: str
     principal: str | None
+    # Where the principal was established (tokens, oauth, local, anonymous): with the name, the identity.
+    principal_source: str | None = None
     # The layers the query was confined to (empty: global-only), capped like parameter keys
     # (an IdP's claim can carry thousands); None when no principal is known.
     scope: list[str] | None = None
@@ -111,6 +127,8 @@ class AuditEvent(BaseModel):
     query_chars: int = 0
     param_keys: list[str] = Field(default_factory=list)
     param_count: int = 0
+    # The values of the parameters the tool's pins bind (``{"repository": "acme/infra"}``), None without.
+    pinned: dict[str, Any] | None = None
     # "answered" | "rejected" | "error" | "degraded"; check: "allowed" | "rejected"; HTTP: "refused"
     decision: str = "pending"
     rule: str | None = None
@@ -133,6 +151,7 @@ class AuditEvent(BaseModel):
     def begin(
         cls, *, query_id: str, principal: Principal | str, transport: str, tool: str, cypher: str | None,
         param_keys: Iterable[object], requested_scope: Iterable[object] | None = None,
+        pinned: Mapping[str, object] | None = None,
     ) -> AuditEvent:  # fmt: skip
         origin = REQUEST_ORIGIN.get() or Origin()
         keys = list(param_keys)
@@ -140,13 +159,14 @@ class AuditEvent(BaseModel):
         return cls(
             time=_now(), query_id=query_id,
             principal=principal if isinstance(principal, str) else principal.name,
+            principal_source=None if isinstance(principal, str) else principal.source,
             scope=None if isinstance(principal, str) else _capped_keys(principal.scope),
             scope_count=None if isinstance(principal, str) else len(principal.scope), attributes=_attributes(principal),
             transport=transport, client=origin.client, subject=origin.subject, issuer=origin.issuer, tool=tool,
             query_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] if cypher is not None
             else None,
             query=text[:MAX_QUERY_CHARS] if cypher is not None else None, query_chars=len(text),
-            param_keys=_capped_keys(keys), param_count=len(keys),
+            param_keys=_capped_keys(keys), param_count=len(keys), pinned=_pinned(pinned),
             requested_scope=None if requested_scope is None else _capped_keys(requested_scope),
         )  # fmt: skip
 
@@ -157,6 +177,7 @@ class AuditEvent(BaseModel):
         return cls(
             time=_now(), query_id=os.urandom(16).hex(),
             principal=principal.name if principal is not None else None,
+            principal_source=principal.source if principal is not None else None,
             scope=_capped_keys(principal.scope) if principal is not None else None,
             scope_count=len(principal.scope) if principal is not None else None, attributes=_attributes(principal),
             transport="http", client=origin.client, subject=origin.subject, issuer=origin.issuer, tool="http",

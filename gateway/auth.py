@@ -39,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.audit import note_token
-from gateway.domain import Principal, attribute_lists
+from gateway.domain import OAUTH_PREFIX, Principal, attribute_lists
 from gateway.errors import SetupError
+from gateway.identity_text import check_identity_text, identity_text_problem, printable
 from gateway.oauth import GATED_TOOLS, OAuthIdentity, ResourceServer, TokenRefused
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,15 @@ class TokenEntry(BaseModel):
     token: str | None = Field(default=None, min_length=16, repr=False)
     token_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$", repr=False)
 
+    @field_validator("name")
+    @classmethod
+    def _identity_name(cls, value: str) -> str:
+        check_identity_text(value, "the name")
+        if value.startswith(OAUTH_PREFIX):
+            # Reserved for principals of a verified OAuth token: a tokens-file entry may not pass for one.
+            raise ValueError(f"the name starts with {OAUTH_PREFIX!r}, which is reserved for OAuth subjects")
+        return value
+
     @model_validator(mode="after")
     def _one_secret(self) -> TokenEntry:
         if (self.token is None) == (self.token_sha256 is None):
@@ -104,7 +114,7 @@ class TokenEntry(BaseModel):
 
     def principal(self) -> Principal:
         scope, attributes = attribute_lists(self.scope, self.attributes)
-        return Principal(name=self.name, scope=scope, attributes=attributes)
+        return Principal(name=self.name, source="tokens", scope=scope, attributes=attributes)
 
     def digest(self) -> bytes:
         if self.token_sha256 is not None:
@@ -184,7 +194,11 @@ def _entry(item: object, index: int, file: Path) -> TokenEntry:
         return TokenEntry.model_validate(item)
     except ValidationError as exc:
         name = item.get("name") if isinstance(item, dict) else None
-        who = f"principal {name!r}" if isinstance(name, str) and name else f"principal entry {index}"
+        if isinstance(name, str) and identity_text_problem(name) is None:
+            who = f"principal {name!r}"
+        else:
+            # A name that is itself the problem is shown escaped: this message reaches a terminal.
+            who = f"principal entry {index}" + (f" (name {printable(name)})" if isinstance(name, str) and name else "")
         # Field names and pydantic's messages only, never the input: the rejected value may be a token.
         problems = sorted(
             {f"{'.'.join(str(p) for p in err['loc']) or '<entry>'}: {err['msg']}" for err in exc.errors()}
@@ -279,7 +293,7 @@ class BearerAuth:
                 note_token(found.oauth.subject, found.oauth.issuer)
             scope[PRINCIPAL_SCOPE_KEY] = found.principal
         else:
-            scope[PRINCIPAL_SCOPE_KEY] = Principal(name="anonymous", scope=frozenset())
+            scope[PRINCIPAL_SCOPE_KEY] = Principal(name="anonymous", source="anonymous", scope=frozenset())
         declared = _content_length(headers)
         if declared is not None and declared > self.max_body_bytes:
             await _respond(send, 413, "too_large", f"request body over {self.max_body_bytes} bytes")

@@ -32,8 +32,9 @@ from pydantic_settings import (
 
 from gateway import managed_neo4j
 from gateway.connection import TLS_BY_SCHEME, Neo4jConnection
-from gateway.domain import DEFAULT_ATTRIBUTE, attribute_name_problem
+from gateway.domain import DEFAULT_ATTRIBUTE, OAUTH_PREFIX, attribute_name_problem
 from gateway.errors import SetupError
+from gateway.identity_text import check_identity_text
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH
 from sandbox.wire import SANDBOX_UID, TlsMode
@@ -145,6 +146,29 @@ class GatewaySettings(BaseSettings):
         if isinstance(value, str):
             return _json_or(value, lambda text: {name: [v.strip() for v in values.split(",") if v.strip()]
                                                  for name, values in _pairs(text, ";")})  # fmt: skip
+        return value
+
+    @field_validator("stdio_principal")
+    @classmethod
+    def _stdio_name(cls, value: str) -> str:
+        check_identity_text(value, "the name")
+        if value.startswith(OAUTH_PREFIX):
+            raise ValueError(f"the name starts with {OAUTH_PREFIX!r}, which is reserved for OAuth subjects")
+        return value
+
+    @field_validator("stdio_scope")
+    @classmethod
+    def _stdio_layers(cls, value: list[str]) -> list[str]:
+        for layer in value:
+            check_identity_text(layer, f"a {DEFAULT_ATTRIBUTE} value")
+        return value
+
+    @field_validator("stdio_attributes")
+    @classmethod
+    def _stdio_values(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, values in value.items():
+            for item in values:
+                check_identity_text(item, f"a {name} value")
         return value
 
     @field_validator("oauth_attribute_claims", mode="before")

@@ -13,10 +13,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway.identity_text import check_identity_text
 from gateway.policy import ToolName
 from sandbox.wire import VALUE_TAGS, Notification, QueryType, Truncation
 
 Transport = Literal["stdio", "http", "direct"]
+# Where a principal was established: a tokens-file entry, a verified OAuth token, the process's
+# own settings (stdio, the CLI, an MNR case), or HTTP with authentication switched off. Pools and
+# the audit tell principals apart by (source, name), never by the name alone.
+PrincipalSource = Literal["tokens", "oauth", "local", "anonymous"]
+# The name prefix of OAuth principals; no other source may use it.
+OAUTH_PREFIX = "oauth:"
 
 
 # The attribute a plain scope list means, and what membership rules read by default.
@@ -45,9 +52,13 @@ def attribute_lists(
     Raises ValueError naming the problem (the caller adds whose principal it is).
     """
     named = {name: frozenset(values) for name, values in (attributes or {}).items()}
-    for name in named:
+    for name, values in named.items():
         if (problem := attribute_name_problem(name)) is not None:
             raise ValueError(problem)
+        for value in values:
+            check_identity_text(value, f"a {name} value")
+    for layer in scope or ():
+        check_identity_text(layer, f"a {DEFAULT_ATTRIBUTE} value")
     if DEFAULT_ATTRIBUTE in named:
         if scope is not None:
             raise ValueError(f"{DEFAULT_ATTRIBUTE} is given twice: as scope and as attributes.{DEFAULT_ATTRIBUTE}")
@@ -61,6 +72,7 @@ class Principal(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
+    source: PrincipalSource = "local"
     # The default attribute list (``layers``): what a plain list in a tokens file, the stdio
     # settings or an MNR file means.
     scope: frozenset[str] = frozenset()
@@ -68,15 +80,29 @@ class Principal(BaseModel):
     # one the principal lacks is empty: it sees nothing through a rule that reads it.
     attributes: dict[str, frozenset[str]] = Field(default_factory=dict)
 
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str) -> str:
+        return check_identity_text(value, "the principal's name")
+
+    @field_validator("scope")
+    @classmethod
+    def _printable_layers(cls, value: frozenset[str]) -> frozenset[str]:
+        for layer in value:
+            check_identity_text(layer, f"a {DEFAULT_ATTRIBUTE} value")
+        return value
+
     @field_validator("attributes")
     @classmethod
     def _named_lists(cls, value: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-        for name in value:
+        for name, values in value.items():
             if name == DEFAULT_ATTRIBUTE:
                 # attribute("layers") answers scope: a second layers list would be silently ignored.
                 raise ValueError(f"{DEFAULT_ATTRIBUTE} is the scope, not one of the named attributes")
             if (problem := attribute_name_problem(name)) is not None:
                 raise ValueError(problem)
+            for item in values:
+                check_identity_text(item, f"a {name} value")
         return value
 
     def attribute(self, name: str) -> frozenset[str]:
@@ -85,7 +111,7 @@ class Principal(BaseModel):
 
     def __hash__(self) -> int:
         # Principals key the runner's pools: hashable although ``attributes`` is a dict.
-        return hash((self.name, self.scope, tuple(sorted(self.attributes.items()))))
+        return hash((self.source, self.name, self.scope, tuple(sorted(self.attributes.items()))))
 
 
 class LayerSwitches(BaseModel):

@@ -38,8 +38,9 @@ from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
-from gateway.domain import DEFAULT_ATTRIBUTE, RESERVED_PREFIX, Principal, attribute_name_problem
+from gateway.domain import DEFAULT_ATTRIBUTE, OAUTH_PREFIX, RESERVED_PREFIX, Principal, attribute_name_problem
 from gateway.errors import ErrorCode, GatewayError, SetupError
+from gateway.identity_text import MAX_IDENTITY_CHARS, identity_text_problem
 from gateway.roles import Roles
 
 if TYPE_CHECKING:
@@ -56,9 +57,8 @@ JWKS_TIMEOUT_S = 5.0
 # Where an issuer publishes its metadata: RFC 8414 (inserted before the issuer's path), OpenID (appended).
 RFC8414_PATH = "/.well-known/oauth-authorization-server"
 OPENID_PATH = "/.well-known/openid-configuration"
-# The most layers one token may carry, and the longest name: a claim is the issuer's data, bounded.
+# The most layers one token may carry (each value is bounded as identity text): a claim is the issuer's data.
 MAX_LAYERS = 256
-MAX_NAME_CHARS = 256
 
 
 class OAuthConfigError(SetupError):
@@ -309,9 +309,13 @@ class JwtVerifier:
 
 def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
     """The principal verified ``claims`` describe. Fails closed: a malformed claim refuses the token."""
-    name = claims.get(mapping.name_claim)
-    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
-        raise TokenRefused(f"claim {mapping.name_claim} is not a usable name")
+    # The subject is audited even when another claim names the principal: both are identity text.
+    for claim in dict.fromkeys((mapping.name_claim, "sub")):
+        # The name claim leaves room for the prefix in the principal's name.
+        limit = MAX_IDENTITY_CHARS - len(OAUTH_PREFIX) if claim == mapping.name_claim else MAX_IDENTITY_CHARS
+        if (problem := identity_text_problem(claims.get(claim), limit)) is not None:
+            raise TokenRefused(f"claim {claim} is not a usable name: it {problem}")
+    name = claims[mapping.name_claim]
     layers = _strings(claims.get(mapping.layers_claim), mapping.layers_claim)
     _usable(layers, mapping.layers_claim)
     attributes: dict[str, frozenset[str]] = {}
@@ -337,7 +341,9 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
     return OAuthIdentity(
         # "oauth:" keeps a token's subject apart from a tokens-file principal of the same name (a
         # container serves one principal: docs/decisions/0011).
-        principal=Principal(name=f"oauth:{name}", scope=frozenset(layers), attributes=attributes),
+        principal=Principal(
+            name=f"{OAUTH_PREFIX}{name}", source="oauth", scope=frozenset(layers), attributes=attributes
+        ),
         tools=tools,
         issuer=str(claims["iss"]),
         subject=str(claims["sub"]),
@@ -349,8 +355,11 @@ def _usable(values: list[str], claim: str) -> list[str]:
     """``values`` of ``claim`` when bounded and none could pass for a gateway parameter; else the token is refused."""
     if len(values) > MAX_LAYERS:
         raise TokenRefused(f"claim {claim} holds over {MAX_LAYERS} values")
-    if any(value.startswith(RESERVED_PREFIX) or not value or len(value) > MAX_NAME_CHARS for value in values):
+    if any(value.startswith(RESERVED_PREFIX) for value in values):
         raise TokenRefused(f"claim {claim} holds a reserved or unusable value")
+    for value in values:
+        if (problem := identity_text_problem(value)) is not None:
+            raise TokenRefused(f"claim {claim} holds a reserved or unusable value: one {problem}")
     return values
 
 

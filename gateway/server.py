@@ -238,13 +238,13 @@ def build_server(
     )
     _declare_logging(server)
 
-    def _caller(ctx: Context[Any, Any]) -> tuple[str, Transport]:
+    def _caller(ctx: Context[Any, Any]) -> tuple[Principal | str, Transport]:
         """Who asked and how, for the audit line of a failure that may come before the principal is known."""
         try:
             principal, transport = resolve(ctx)
         except Exception:
             return "unknown", "stdio" if ctx.request_context.request is None else "http"
-        return principal.name, transport
+        return principal, transport
 
     async def _run(tool: Literal["recall", "analyze"], cypher: str, params: dict[str, Any] | None,
                    requested: list[str] | None, ctx: Context[Any, Any]) -> CallToolResult:  # fmt: skip

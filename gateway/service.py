@@ -100,7 +100,7 @@ class Gateway:
         event = AuditEvent.begin(
             query_id=uuid.uuid4().hex, principal=principal, transport=transport, tool="check",
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
-            param_keys=params if isinstance(params, Mapping) else [],
+            param_keys=params if isinstance(params, Mapping) else [], pinned=self._pinned(tool, params),
             requested_scope=scope if isinstance(scope, Sequence) and not isinstance(scope, str) else None,
         )  # fmt: skip
         try:
@@ -159,7 +159,7 @@ class Gateway:
         event = AuditEvent.begin(
             query_id=query_id, principal=principal, transport=transport, tool=tool,
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
-            param_keys=params if isinstance(params, Mapping) else [],
+            param_keys=params if isinstance(params, Mapping) else [], pinned=self._pinned(tool, params),
             requested_scope=scope if isinstance(scope, Sequence) and not isinstance(scope, str) else None,
         )  # fmt: skip
         try:
@@ -313,7 +313,7 @@ class Gateway:
         )
 
     def failed_unexpectedly(
-        self, tool: str, cypher: object, principal: str, transport: Transport, exc: BaseException
+        self, tool: str, cypher: object, principal: Principal | str, transport: Transport, exc: BaseException
     ) -> InternalError:
         """The answer, log entry and audit line for an exception outside the steps above (the server's own)."""
         event = AuditEvent.begin(
@@ -321,6 +321,14 @@ class Gateway:
             cypher=cypher if isinstance(cypher, str) else repr(cypher), param_keys=[],
         )  # fmt: skip
         return self._internal(event, exc, time.monotonic())
+
+    def _pinned(self, tool: object, params: object) -> dict[str, object]:
+        """The caller's values of the parameters ``tool``'s pins bind: what a read was confined to,
+        which the audit keeps (every other parameter value stays out of it)."""
+        if not isinstance(params, Mapping) or tool not in self.policy.tools:
+            return {}
+        names = {pin.parameter for pin in self.policy.tools[tool].pins.values()}
+        return {name: params[name] for name in sorted(names) if name in params}
 
     def _internal(self, event: AuditEvent, exc: BaseException, started: float) -> InternalError:
         # The traceback is for the operator's log; the caller gets the code and the id only.

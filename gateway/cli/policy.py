@@ -21,6 +21,7 @@ from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.errors import SetupError
+from gateway.identity_text import printable_lines
 from gateway.ops.tokens import parse_attributes
 from gateway.policy import (
     POLICIES_DIR,
@@ -408,5 +409,6 @@ def _handle_show(args: argparse.Namespace) -> int:
         policy = load_policy(file)
     except PolicyError as exc:
         return _usage_error(str(exc))
-    print(render_policy(policy))
+    # A policy's names and values are printed escaped: a control character in one cannot forge a line.
+    print(printable_lines(render_policy(policy)))
     return EXIT_ALLOWED

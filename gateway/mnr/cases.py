@@ -30,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.domain import Principal, attribute_lists
+from gateway.identity_text import check_identity_text
 from gateway.policy import ToolName
 
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -111,6 +112,11 @@ class PrincipalSpec(_Strict):
     # Further named lists a policy's rules read (``repositories``, ``tenants``, …); one the
     # principal lacks is empty.
     attributes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _identity_name(cls, value: str) -> str:
+        return check_identity_text(value, "the principal's name")
 
     @model_validator(mode="after")
     def _lists(self) -> PrincipalSpec:

@@ -103,12 +103,28 @@ def start(realm_file: Path, realm: str) -> float:
     if ready(realm):
         return 0.0
     dist = fetch()
-    java = neo4j_local.java_for(managed_neo4j.LINES["2026"])  # Java 21 or newer, found as for Neo4j 2026.x
     # A fresh database each start: the realm file is imported whole (an existing realm would be kept as it was).
     shutil.rmtree(dist / "data" / "h2", ignore_errors=True)
     import_dir = dist / "data" / "import"
-    import_dir.mkdir(parents=True, exist_ok=True)
+    # Only this realm file is imported: whatever an earlier start left is gone first.
+    shutil.rmtree(import_dir, ignore_errors=True)
+    import_dir.mkdir(parents=True)
     shutil.copyfile(realm_file, import_dir / realm_file.name)
+    try:
+        _launch(dist, realm, started)
+    except BaseException:
+        # A failed start leaves no realm file for the next start to import by surprise.
+        shutil.rmtree(import_dir, ignore_errors=True)
+        raise
+    elapsed = time.monotonic() - started
+    _say(f"Keycloak serves realm {realm} ({elapsed:.0f} s)")
+    return elapsed
+
+
+def _launch(dist: Path, realm: str, started: float) -> None:
+    """Run ``kc.sh start-dev`` and wait until it serves ``realm``; KeycloakSetupError (the process
+    stopped) when it exits or does not serve the realm in time."""
+    java = neo4j_local.java_for(managed_neo4j.LINES["2026"])  # Java 21 or newer, found as for Neo4j 2026.x
     log_file = dist / "keycloak.log"
     env = {
         **os.environ,
@@ -129,13 +145,11 @@ def start(realm_file: Path, realm: str) -> float:
                 f"Keycloak exited with {process.returncode} before it served realm {realm}:\n{tail}"
             )
         if time.monotonic() - started > START_TIMEOUT_S:
+            stop()
             raise KeycloakSetupError(
                 f"Keycloak did not serve realm {realm} within {START_TIMEOUT_S:.0f} s; see {log_file}"
             )
         time.sleep(1.0)
-    elapsed = time.monotonic() - started
-    _say(f"Keycloak serves realm {realm} ({elapsed:.0f} s)")
-    return elapsed
 
 
 def stop() -> None:

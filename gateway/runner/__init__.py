@@ -83,6 +83,8 @@ class RunRecord:
     principal: str | None
     container_id: str
     use: int
+    # With the name, who the query ran for: a tokens-file name and an OAuth subject are two principals.
+    source: str | None = None
 
 
 def error_for(result: SandboxResult) -> GatewayError | None:
@@ -296,7 +298,8 @@ class SandboxRunner:
                 cancelled = job.query_id in self._cancelled
             reusable = False
             try:
-                record = RunRecord(job.query_id, principal.name if principal else None, warm.id, warm.uses)
+                record = RunRecord(job.query_id, principal.name if principal else None, warm.id, warm.uses,
+                                   principal.source if principal else None)  # fmt: skip
                 self._records.append(record)
                 result = _cancelled(job) if cancelled else self._run_in(warm, job)
                 with self._jobs_lock:

@@ -16,6 +16,7 @@ from gateway.cli import main
 from gateway.cli.audit import since_time
 from gateway.domain import LayerSwitches, Principal
 from gateway.errors import Busy, QueryRejected, SandboxUnavailable
+from gateway.identity_text import MAX_IDENTITY_CHARS
 from gateway.policy import DEFAULT_POLICY_PATH, load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
@@ -204,7 +205,7 @@ def test_every_line_names_the_principals_attribute_lists_capped(tmp_path: Path) 
     gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, ALICE)
     crowded = Principal(name="c", attributes={
         **{f"a{i}": frozenset() for i in range(MAX_PARAM_KEYS + 5)},
-        "zz": frozenset({"r" * 1_000, *(f"r{i}" for i in range(MAX_PARAM_KEYS + 5))}),
+        "zz": frozenset({"r" * MAX_IDENTITY_CHARS, *(f"r{i}" for i in range(MAX_PARAM_KEYS + 5))}),
     })  # fmt: skip
     gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, crowded)
     first, second, third = audit.read()
@@ -221,7 +222,7 @@ def test_every_line_names_the_principals_attribute_lists_capped(tmp_path: Path) 
 
 
 def test_a_principal_with_thousands_of_layers_writes_a_capped_scope_and_says_how_many() -> None:
-    layers = frozenset({"x" * 1_000, *(f"layer-{i:05d}" for i in range(10_000))})
+    layers = frozenset({"x" * MAX_IDENTITY_CHARS, *(f"layer-{i:05d}" for i in range(10_000))})
     crowded = Principal(name="crowded", scope=layers)
     for event in (
         AuditEvent.begin(
@@ -317,3 +318,73 @@ def test_since_reads_iso_times_and_spans() -> None:
     assert since_time("2026-01-01") == datetime(2026, 1, 1, tzinfo=UTC)
     with pytest.raises(argparse.ArgumentTypeError):
         since_time("yesterday")
+
+
+# --- reviewer questions: who is who, and who read what ---------------------------------------
+
+MENTIS = Path(DEFAULT_POLICY_PATH).parent / "mentis.yaml"
+RECALL = "MATCH (r:Repository {name: $repository})<-[:IN]-(t:Task {id: $taskId}) RETURN count(t) AS c"
+
+
+def test_one_name_from_two_sources_is_two_principals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gateway, audit = _gateway(tmp_path, AnsweringRunner())
+    static = Principal(name="oauth:alice", source="tokens", scope=frozenset({"l1"}))
+    subject = Principal(name="oauth:alice", source="oauth", scope=frozenset({"l1"}))
+    for principal in (static, subject, subject):
+        gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, principal)
+    assert [line["principal_source"] for line in audit.read()] == ["tokens", "oauth", "oauth"]
+    path = str(tmp_path / "audit.jsonl")
+    assert main(["audit", "summary", "--by", "principal", "--json", "--path", path]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "oauth:alice [tokens]": {"calls": 1, "answered": 1},
+        "oauth:alice [oauth]": {"calls": 2, "answered": 2},
+    }
+    assert main(["audit", "summary", "--json", "--path", path]) == 0
+    assert json.loads(capsys.readouterr().out)["by_principal"] == {"oauth:alice [tokens]": 1, "oauth:alice [oauth]": 2}
+    # tail's --principal matches the name, so a reviewer sees both: each line says its source.
+    assert main(["audit", "tail", "--principal", "oauth:alice", "--path", path]) == 0
+    assert [json.loads(line)["principal_source"] for line in capsys.readouterr().out.splitlines()] == [
+        "tokens", "oauth", "oauth"]  # fmt: skip
+
+
+def test_who_read_a_repository_is_one_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    gateway = Gateway(load_policy(MENTIS), AnsweringRunner(), audit, layers=LayerSwitches(scope_rewrite=False))
+    infra = {"repositories": frozenset({"acme/infra", "acme/payments"})}
+    ann = Principal(name="ann", source="tokens", attributes=infra)
+    bob = Principal(name="bob", source="oauth", attributes={"repositories": frozenset({"acme/payments"})})
+    gateway.run("recall", RECALL, {"repository": "acme/infra", "taskId": "t1"}, ann)
+    gateway.run("recall", RECALL, {"repository": "acme/payments", "taskId": "t2"}, ann)
+    gateway.run("recall", RECALL, {"repository": "acme/payments", "taskId": "t3"}, bob)
+    gateway.run("analyze", "MATCH (r:Repository) RETURN count(r) AS c", {"note": "acme/infra"}, bob)
+    lines = audit.read()
+    # The pins' values are kept; any other parameter's value is not.
+    assert [line["pinned"] for line in lines] == [
+        {"repository": "acme/infra", "taskId": "t1"}, {"repository": "acme/payments", "taskId": "t2"},
+        {"repository": "acme/payments", "taskId": "t3"}, None]  # fmt: skip
+    assert lines[3]["param_keys"] == ["note"] and "note" not in json.dumps(lines[3]["pinned"])
+    path = str(tmp_path / "audit.jsonl")
+
+    # Who read acme/infra? Only ann, once.
+    assert main(["audit", "summary", "--where", "repository=acme/infra", "--by", "principal", "--json",
+                 "--path", path]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out) == {"ann": {"calls": 1, "answered": 1}}
+    # Who could read it (holds it among their repositories)? ann, on every call.
+    assert main(["audit", "summary", "--where", "repositories=acme/infra", "--by", "principal", "--json",
+                 "--path", path]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out) == {"ann": {"calls": 2, "answered": 2}}
+    # Calls by each repository a caller held; the filters combine.
+    assert main(["audit", "summary", "--by", "attribute:repositories", "--json", "--path", path]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "acme/infra": {"calls": 2, "answered": 2}, "acme/payments": {"calls": 4, "answered": 4}}  # fmt: skip
+    assert main(["audit", "tail", "--where", "repository=acme/payments", "--where", "taskId=t3", "--path", path]) == 0
+    (only,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (only["principal"], only["principal_source"]) == ("bob", "oauth")
+    assert main(["audit", "summary", "--by", "attribute:repositories", "--where", "repository=acme/infra",
+                 "--path", path]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "1 lines in" in out and "acme/infra  (answered 1)" in out and "acme/payments  (answered 1)" in out
+    with pytest.raises(SystemExit):
+        main(["audit", "summary", "--where", "repository", "--path", path])
+    with pytest.raises(SystemExit):
+        main(["audit", "summary", "--by", "attribute:", "--path", path])

@@ -196,5 +196,5 @@ def test_tokens_toml_loads_sha256_entries(tmp_path: Path) -> None:
     digest = hashlib.sha256(OTHER.encode()).hexdigest()
     path.write_text(f'[[principal]]\nname = "bob"\nscope = ["l1", "l2"]\ntoken_sha256 = "{digest}"\n')
     bob = TokenTable.load(path).authenticate(OTHER)
-    assert bob == Principal(name="bob", scope=frozenset({"l1", "l2"}))
+    assert bob == Principal(name="bob", source="tokens", scope=frozenset({"l1", "l2"}))
     assert json.dumps(digest) not in repr(TokenEntry(name="bob", token_sha256=digest))

@@ -392,3 +392,31 @@ def test_a_malformed_attribute_claim_is_401_invalid_token_with_its_reason(repos:
 def test_a_claim_mapping_refuses_reserved_or_unusable_attribute_names(name: str) -> None:
     with pytest.raises(OAuthConfigError, match="oauth_attribute_claims"):
         ClaimMapping(attribute_claims={name: "groups"})
+
+
+FORGED_SUBJECT = "mallory\n     500  oauth:alice\x1b[8m"
+
+
+def test_a_subject_that_could_forge_an_audit_row_is_refused_at_the_door(served: Served) -> None:
+    forged = served.issuer.token(served.resource, sub=FORGED_SUBJECT, scope="recall analyze")
+    response = _post(served, forged)
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+    message = response.json()["message"]
+    assert "claim sub is not a usable name: it holds the character U+000A (a control character)" in message
+    assert "mallory" not in response.text
+    hidden = served.issuer.token(served.resource, sub="mallory\u202e", scope="recall analyze")
+    assert _post(served, hidden).status_code == 401
+    # Nothing ran as anyone, and no line holds the forged text.
+    assert all("mallory" not in json.dumps(line) for line in served.audit.read())
+    assert _post(served, served.issuer.token(served.resource, sub="mallory")).status_code == 200
+
+
+def test_a_static_principal_and_an_oauth_subject_are_two_audit_identities(served: Served) -> None:
+    subject = served.issuer.token(served.resource, sub="static", scope="recall analyze")
+    for token in (subject, STATIC):
+        result = _call(served.url, token, "check", {"tool": "analyze", "cypher": "MATCH (n) RETURN count(n) AS c"})
+        assert not result.is_error, result.content
+    lines = served.audit.read()
+    assert [(line["principal_source"], line["principal"], line["subject"]) for line in lines] == [
+        ("oauth", "oauth:static", "static"), ("tokens", "static", None)]  # fmt: skip

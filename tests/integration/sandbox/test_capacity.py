@@ -166,6 +166,33 @@ def test_no_container_ever_serves_two_principals(
         assert grouped[record.container_id][-1] == record, f"{job.cypher!r}'s container was used again"
 
 
+def test_a_static_principal_and_an_oauth_subject_of_one_name_never_share_a_container(
+    runner_settings: SettingsFactory, cleanup: list[SandboxRunner]
+) -> None:
+    # The tokens file refuses the name (the prefix is reserved); the pool must not rely on that alone.
+    static = Principal(name="oauth:alice", source="tokens", scope=frozenset({"a"}))
+    subject = Principal(name="oauth:alice", source="oauth", scope=frozenset({"a"}))
+    policy = SandboxPolicy(max_queries_per_container=10, idle_container_seconds=600, busy_wait_ms=10_000)
+    runner = start(cleanup, runner_settings(pool_size=1, max_containers=4), policy, 1)
+    pool = runner._pool
+    assert pool is not None
+    assert runner.run(make_job("RETURN 1 AS x"), static).ok
+    kept = runner.records()[-1].container_id
+    wait_until(lambda: kept in pool.idle_ids(static), timeout=60, what="the container kept for the static principal")
+    assert pool.idle_ids(subject) == []
+    for _ in range(2):
+        assert runner.run(make_job("RETURN 1 AS x"), subject).ok
+    assert runner.run(make_job("RETURN 1 AS x"), static).ok
+    by_container: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
+    for record in runner.records():
+        by_container[record.container_id].add((record.source, record.principal))
+    assert by_container[kept] == {("tokens", "oauth:alice")}
+    assert all(len(served) == 1 for served in by_container.values()), by_container
+    # The static principal's container was reused (the test could fail), the subject got another.
+    assert sum(1 for r in runner.records() if r.container_id == kept) == 2
+    assert {("oauth", "oauth:alice")} in by_container.values()
+
+
 # The prelude of the probes that look at the container's processes: each process's /proc file, skipping one
 # that ended between the listing and the read (other probes' short-lived processes do), which would otherwise
 # print a traceback into the output the probe is parsed from.
