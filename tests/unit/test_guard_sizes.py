@@ -13,7 +13,7 @@ import pytest
 
 from gateway import catalogue, guard
 from gateway.cypher import ast
-from gateway.guard import sizes
+from gateway.guard import functions, size_walk
 from gateway.guard.bounds import DATA, ONE, Bound
 from gateway.policy import Limits, Policy, load_policy
 from tests.support.corpus import load_corpus, policy_for
@@ -243,7 +243,7 @@ def test_a_refusal_says_what_and_how_much() -> None:
 
 def test_every_expression_must_be_bounded_or_the_query_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     # A construct the size check has no handler for (one added to the parser later) is refused.
-    monkeypatch.delitem(sizes._EXPRESSIONS, ast.Quantified)
+    monkeypatch.delitem(size_walk._EXPRESSIONS, ast.Quantified)
     decision = decide("RETURN any(x IN [1, 2] WHERE x > 1) AS v")
     assert decision.rule == "size.iterations"
     assert "cannot bound Quantified" in (decision.reason or "")
@@ -265,13 +265,13 @@ def test_bounds_add_multiply_and_name_the_square_of_the_data() -> None:
 
 def test_an_accumulator_is_solved_for_its_final_size() -> None:
     # reduce(s = '', … | s + 'abcdefghij') over 1,000 steps: 10,000 characters, 1,000 steps.
-    report = sizes.measure(
+    report = size_walk.measure(
         guard.parse_query("RETURN reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij') AS v", Limits()),
         {},
         Limits(max_string_chars=9_999),
     )
     assert report.first(catalogue.SIZE_STRING) is not None
-    report = sizes.measure(
+    report = size_walk.measure(
         guard.parse_query("RETURN reduce(s = '', x IN range(1, 1000) | s + 'abcdefghij') AS v", Limits()),
         {},
         Limits(max_string_chars=10_024),
@@ -285,13 +285,14 @@ def test_every_built_in_function_has_a_reviewed_cost_model() -> None:
     for name in ("string.join", "string.regexReplace", "string.indexOf", "coll.sort", "vector_distance",
                  "stdev_pop", "collect_list", "zoned_datetime", "format", "uuid",
                  "toUpper", "percentileCont"):  # fmt: skip
-        assert name.lower() in sizes.FUNCTIONS, name
+        assert functions.cost_model(name) is not None, name
     for name in ("file", "linenumber", "graph.byname", "apoc.text.regexgroups", "apoc.coll.fill"):
-        assert name not in sizes.FUNCTIONS, name
+        assert functions.cost_model(name) is None, name
 
 
 def test_a_regex_function_checks_its_pattern_argument() -> None:
-    assert sizes.FUNCTIONS["string.regexreplace"].regex == 1
+    model = functions.cost_model("string.regexReplace")
+    assert model is not None and model.regex == 1
 
 
 def test_the_boolean_chain_limit_is_the_policys() -> None:
