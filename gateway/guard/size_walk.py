@@ -26,7 +26,9 @@ for the element at hand (``x.name`` while iterating ``x``) are paid for by the
 list being iterated: the gateway bounds what a query multiplies, not what the
 database holds. ``range()`` bounds must be known before the query runs or be
 ``size()``/``length()`` of a bounded value: an integer read from the data could
-be a timestamp.
+be a timestamp. A ``COLLECT {}`` subquery, which Neo4j does not track either, holds
+one element per row of its body: its UNWINDs' lengths multiplied, the data once for
+its MATCHes, capped by a LIMIT known before the query runs.
 
 :func:`measure` returns every objection found, each with its rule; the rules in
 ``gateway.guard.rules`` report the first of their kind. Every expression node
@@ -143,6 +145,7 @@ class _Analysis:
         self.seen: set[int] = set()
         self._param_shapes: dict[str, Shape] = {}
         self.chains: set[int] = set()  # boolean operators already counted in a longer chain
+        self.unwound: dict[int, Bound] = {}  # per UNWIND clause, the length of the list it unwinds
 
     # --- objections ------------------------------------------------------------------------------
 
@@ -260,6 +263,7 @@ class _Analysis:
                 self.root(clause.condition, env)
             elif isinstance(clause, ast.Unwind):
                 shape = self.root(clause.expression, env)
+                self.unwound[id(clause)] = shape.length
                 self.bind(clause.variable, env, shape.element)
             elif isinstance(clause, ast.CallSubquery):
                 inner = dict(env)
@@ -607,13 +611,14 @@ class _Analysis:
             if node.where is not None:
                 self.root(node.where, inner)
         # The subquery's rows are operator work, stopped at the timeout; one evaluation is one step here.
+        # EXISTS and COUNT build nothing from them (each row's expressions are bounded where they stand).
         if node.kind == "EXISTS":
             return BOOLEAN, Cost(ONE)
         if node.kind == "COUNT":
             return NUMBER, Cost(ONE)
         item = next(iter(columns.values())) if len(columns) == 1 else STORED
-        rows = _limit_of(node.body, self)
-        trip = DATA if rows is None else Bound.of(rows)
+        # COLLECT holds every row: as many as its UNWINDs, MATCHes and LIMITs let through.
+        trip = DATA if node.body is None else _rows(node.body, self, ONE)
         # One element per row; a row's own stored values are paid by the row.
         var = "\x00row"
         _, built = self.iterate(Shape("list", length=trip, reads=None), FREE, item.with_(reads=frozenset({var})), var)
@@ -982,35 +987,68 @@ def _own_match(reads: Reads, bound: frozenset[str], match: str) -> Reads:
     return (reads - bound) | {match}
 
 
-def _limit_of(body: ast.QueryBody | None, analysis: _Analysis) -> int | None:
-    """The static row limit of a subquery body's final RETURN (summed over UNION branches), if every branch has one."""
-    if body is None:
-        return None
-    if isinstance(body, ast.Next):  # the last segment returns the rows
-        return _limit_of(body.segments[-1], analysis)
-    queries: list[ast.SingleQuery]
+def _rows(body: ast.QueryBody, analysis: _Analysis, rows: Bound) -> Bound:
+    """An upper bound of the rows ``body`` answers, entered with ``rows`` rows.
+
+    An UNWIND multiplies the rows by its list's length; a MATCH (a procedure's YIELD) by what the data
+    holds, counted once: rows the data decides are ``D`` however many patterns they pass, as for
+    ``collect()``. A LIMIT known before the query runs caps them; UNION adds its branches, WHEN
+    takes the largest, NEXT passes each segment's rows to the next.
+    """
+    if isinstance(body, ast.Next):
+        for segment in body.segments:
+            rows = _rows(segment, analysis, rows)
+        return rows
     if isinstance(body, ast.Union):
-        queries = body.queries
-    elif isinstance(body, ast.When):
-        # One branch runs: its limit bounds the rows when every branch, ELSE included, has one.
-        if body.otherwise is None:
-            return None
-        limits = [_limit_of(q, analysis) for q in [branch.body for branch in body.branches] + [body.otherwise]]
-        return None if any(limit is None for limit in limits) else max(limit for limit in limits if limit is not None)
-    else:
-        queries = [body]
-    total = 0
-    for query in queries:
-        last = query.clauses[-1] if query.clauses else None
-        if not isinstance(last, ast.Return) or last.projection.limit is None:
-            return None
-        limit_node = last.projection.limit
-        value: object = None
-        if isinstance(limit_node, ast.Literal):
-            value = limit_node.value
-        elif isinstance(limit_node, ast.Parameter):
-            value = analysis.params.get(limit_node.name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            return None
-        total += value
-    return total
+        return sum((_rows(query, analysis, rows) for query in body.queries), ZERO)
+    if isinstance(body, ast.When):
+        branches = [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
+        out = ZERO
+        for query in branches:
+            out = out.join(_rows(query, analysis, rows))
+        return out
+    for clause in body.clauses:
+        if isinstance(clause, ast.Match | ast.CallProcedure):
+            rows = _data_once(rows * DATA)
+        elif isinstance(clause, ast.Unwind):
+            rows = _data_once(rows * analysis.unwound.get(id(clause), DATA))
+        elif isinstance(clause, ast.CallSubquery) and _returns(clause.body):
+            inner = _rows(clause.body, analysis, ONE)
+            rows = _data_once(rows * (inner.join(ONE) if clause.optional else inner))
+        elif isinstance(clause, ast.With | ast.Return):
+            rows = _limited(rows, clause.projection.limit, analysis)
+        elif isinstance(clause, ast.OrderBySkipLimit):
+            rows = _limited(rows, clause.limit, analysis)
+    return rows
+
+
+def _returns(body: ast.QueryBody) -> bool:
+    """Whether a CALL subquery returns rows (a unit subquery, without RETURN, passes its caller's on)."""
+    if isinstance(body, ast.Next):
+        return _returns(body.segments[-1])
+    if isinstance(body, ast.Union):
+        return _returns(body.queries[0])
+    if isinstance(body, ast.When):
+        return _returns(body.branches[0].body) if body.branches else False
+    return any(isinstance(clause, ast.Return) for clause in body.clauses)
+
+
+def _data_once(rows: Bound) -> Bound:
+    """``rows`` with the data counted once in each term (rows the data decides are ``D``, as collect()'s)."""
+    out: dict[tuple[int, ...], int] = {}
+    for exps, coefficient in rows.terms.items():
+        once = (min(exps[0], 1), *exps[1:]) if exps else exps
+        out[once] = out.get(once, 0) + coefficient
+    return Bound(out)
+
+
+def _limited(rows: Bound, limit: ast.Expr | None, analysis: _Analysis) -> Bound:
+    """``rows`` capped by a LIMIT known before the query runs (a literal or a parameter)."""
+    value: object = None
+    if isinstance(limit, ast.Literal):
+        value = limit.value
+    elif isinstance(limit, ast.Parameter):
+        value = analysis.params.get(limit.name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return rows
+    return smaller(rows, Bound.of(value))

@@ -143,6 +143,36 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
         {"s": "a" * 10000, "r": "b" * 10000},
         "size.string",
     ),
+    # a COLLECT subquery holds every row its UNWINDs make: 10^9 strings of 209 characters ran the heap out
+    (
+        "RETURN size(last(COLLECT { UNWIND range(1,1000000) AS x UNWIND range(1,1000) AS y "
+        "RETURN toString(x) + $s })) AS c",
+        {"s": "s" * 200},
+        "size.elements",
+    ),
+    ("RETURN COLLECT { UNWIND range(1, 2000) AS x UNWIND range(1, 1000) AS y RETURN x } AS c", {}, "size.elements"),
+    (
+        "RETURN [v IN COLLECT { UNWIND range(1, 1000000) AS x RETURN x } | toString(v) + $s] AS c",
+        {"s": "s" * 200},
+        "size.string",
+    ),
+    (
+        "RETURN COLLECT { UNWIND range(1, 2000) AS x CALL { UNWIND range(1, 1000) AS y RETURN y } RETURN y } AS c",
+        {},
+        "size.elements",
+    ),
+    (
+        "RETURN COLLECT { UNWIND range(1, 600000) AS x RETURN x UNION ALL UNWIND range(1, 600000) AS x RETURN x } AS c",
+        {},
+        "size.elements",
+    ),
+    (
+        "CYPHER 25 RETURN COLLECT { UNWIND range(1, 2000) AS x RETURN x "
+        "NEXT UNWIND range(1, 1000) AS y RETURN y } AS c",
+        {},
+        "size.elements",
+    ),
+    ("MATCH (n) RETURN COLLECT { MATCH (n)-->(m) UNWIND range(1, 1000) AS i RETURN m.name } AS c", {}, "size.elements"),
     # one boolean chain: Neo4j's semantic analysis of 1,900 ORs took 2.7 s before its timeout applied
     ("MATCH (n) WITH n, n.x = 1 AS a WHERE " + " OR ".join(["a"] * 1900) + " RETURN n", {}, "size.operands"),
     (
@@ -190,6 +220,13 @@ ALLOWED: list[tuple[str, dict[str, Any]]] = [
     ("MATCH (n) RETURN [k IN keys(n) | n[k]] AS v", {}),
     ("MATCH (n) RETURN n {.*, out: [(n)-->(m) | m.name]} AS v", {}),
     ("MATCH (n) RETURN COLLECT { MATCH (n)-->(m) RETURN m.name } AS v", {}),
+    ("MATCH (n) RETURN COLLECT { MATCH (n)-->(m) MATCH (m)-->(k) UNWIND k.tags AS t RETURN t } AS v", {}),
+    ("RETURN size(COLLECT { UNWIND range(1, 1000) AS x RETURN toString(x) + $s }) AS c", {"s": "s" * 200}),
+    ("RETURN COLLECT { UNWIND range(1, 1000000) AS x UNWIND range(1, 1000) AS y RETURN x LIMIT 10 } AS c", {}),
+    ("RETURN COLLECT { UNWIND range(1, 1000000) AS x WITH x LIMIT 5 UNWIND range(1, 1000) AS y RETURN y } AS c", {}),
+    # COUNT and EXISTS build nothing from their rows: the rows are operator work
+    ("RETURN COUNT { UNWIND range(1, 1000000) AS x UNWIND range(1, 1000) AS y RETURN x } AS c", {}),
+    ("RETURN EXISTS { UNWIND range(1, 1000000) AS x UNWIND range(1, 1000) AS y RETURN x } AS c", {}),
     ("MATCH (n) RETURN CASE WHEN n.x IS NULL THEN [] ELSE [y IN n.x | y + 1] END AS ys", {}),
     # stored lists against stored lists: bounded by what the database holds
     ("MATCH (a), (b) WHERE any(t IN a.tags WHERE t IN b.tags) RETURN a.id, b.id", {}),
