@@ -52,6 +52,10 @@ def _unreviewed(name: str) -> bool:
     return report.first(catalogue.FUNCTION_UNREVIEWED) is not None
 
 
+def test_each_function_has_one_row() -> None:
+    assert len(functions.FUNCTIONS) == len(functions._ROWS)  # a second row of a name would shadow the first
+
+
 def test_every_function_neo4j_and_the_parser_know_is_in_the_table() -> None:
     known = {*BUILT_INS, *CYPHER25_BUILT_INS, *PARSER_FUNCTIONS}
     assert sorted(name for name in known if functions.lookup(name) is None) == []
