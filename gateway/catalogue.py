@@ -106,7 +106,7 @@ FUNCTION_DENIED = Rule(
 )
 FUNCTION_UNREVIEWED = Rule(
     "function.unreviewed",
-    "Only functions with a reviewed cost model (gateway.guard.sizes.FUNCTIONS) may be called; any other, a new "
+    "Only functions with a reviewed cost model (gateway.guard.functions) may be called; any other, a new "
     "Neo4j release's or a plugin's, is refused until it is reviewed.",
     "guard",
 )
@@ -136,7 +136,7 @@ PATTERN_TOO_MANY_HOPS = Rule(
     "pattern.too_many_hops", "A variable-length pattern may traverse at most limits.max_hops relationships.", "guard"
 )
 
-# --- the static guard: what one evaluation of an expression may build and iterate (gateway.guard.sizes)
+# --- the static guard: what one evaluation of an expression may build and iterate (gateway.guard.size_walk)
 # Neo4j interrupts neither an expression at its transaction timeout nor its memory tracker sees what
 # an expression builds, so these are bounded before the query runs. "Data-sized": as long as a stored
 # list, a collect() or a pattern comprehension; per element of it, limits.max_data_factor.

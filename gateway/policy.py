@@ -72,7 +72,7 @@ class Limits(_Strict):
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     max_rows: Annotated[int, Field(gt=0)] = 100
     max_bytes: Annotated[int, Field(gt=0)] = 512_000
-    # What one evaluation of an expression may build and iterate (gateway.guard.sizes): Neo4j
+    # What one evaluation of an expression may build and iterate (gateway.guard.size_walk): Neo4j
     # stops neither at its timeout, and its memory limit does not see what expressions build.
     max_range_length: Annotated[int, Field(gt=0)] = 1_000_000
     max_iterations: Annotated[int, Field(gt=0)] = 10_000_000

@@ -36,21 +36,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.cypher import ParsedQuery, ast
+from gateway.guard import functions
 
-# Functions that hand back every property of their argument, or every key.
-_COPY_ALL = frozenset({"properties", "keys"})
-# Functions whose result is always a list: subscripting it is indexing, never a property read.
-_LISTS = frozenset(
-    {"collect", "collect_list", "range", "split", "nodes", "relationships", "labels", "tail", "tostringlist",
-     "tointegerlist", "tofloatlist", "tobooleanlist", "coll.sort", "coll.distinct", "coll.flatten", "coll.insert",
-     "coll.remove"}
-)  # fmt: skip
-# Functions whose result is always a number (or null): as a subscript, an index.
-_NUMBERS = frozenset(
-    {"size", "length", "char_length", "character_length", "cardinality", "path_length", "tointeger",
-     "tointegerornull", "count", "abs", "sign", "ceil", "ceiling", "floor", "round", "coll.indexof",
-     "string.indexof"}
-)  # fmt: skip
+# From the function table (gateway.guard.functions): the functions that hand back every property of
+# their argument, or every key; those that read the property an argument names (its position); those
+# whose result is always a list (subscripting it is indexing, never a property read); those whose
+# result is always a number (or null: as a subscript, an index).
+_COPY_ALL = functions.names(copies_properties=True)
+_KEY_ARGUMENT = functions.key_arguments()
+_LISTS = functions.names(returns="list")
+_NUMBERS = functions.names(returns="number")
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^"})
 _HINT_KEYS = re.compile(r"\(([^)]*)\)")
 
@@ -130,8 +125,9 @@ class _Check:
                 f"{self.parsed.source(node)} lists every property of its argument, and policy {self.policy!r} "
                 "hides some; read the properties you need by name"
             )
-        if name == "property_exists" and len(node.args) == 2:
-            return self.key_expression(node.args[1], self.parsed.source(node))
+        key = _KEY_ARGUMENT.get(name)
+        if key is not None and len(node.args) == key + 1:
+            return self.key_expression(node.args[key], self.parsed.source(node))
         return None
 
     def index(self, node: ast.Index) -> str | None:

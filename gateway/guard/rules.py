@@ -21,7 +21,7 @@ from gateway import catalogue
 from gateway.cypher import ParsedQuery, ast
 from gateway.guard.facts import Facts
 from gateway.guard.hidden import hidden_property_use
-from gateway.guard.sizes import SizeReport, measure
+from gateway.guard.size_walk import SizeReport, measure
 from gateway.policy import Policy, ToolName, ToolPolicy
 
 

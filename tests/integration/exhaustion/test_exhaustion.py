@@ -113,6 +113,9 @@ REFUSED_WITH_PARAMS: list[tuple[str, str, dict[str, Any], str]] = [
     ("function: one no cost model was reviewed for", "RETURN apoc.text.regexGroups($s, '(a+)+b') AS v",
      {"s": "a" * 40}, "function.unreviewed"),
     ("chain: 1,900 OR operands (2.7 s of semantic analysis)", _NINETEEN_HUNDRED_ORS, {}, "size.operands"),
+    ("collect: COLLECT {} of 1e9 rows from two UNWINDs (heap OOM)",
+     "RETURN size(last(COLLECT { UNWIND range(1, 1000000) AS x UNWIND range(1, 1000) AS y "
+     "RETURN toString(x) + $s })) AS c", {"s": "s" * 200}, "size.elements"),
 ]  # fmt: skip
 
 # The same families at sizes the guard lets through: Neo4j must end them within the limits.
