@@ -93,6 +93,19 @@ def _attributes(principal: Principal | str | None) -> dict[str, list[str]] | Non
     return {_capped_keys([name])[0]: _capped_keys(values) for name, values in named}
 
 
+def _requested(requested: object) -> list[str] | dict[str, list[str]] | None:
+    """A request's own ``scope`` as the line keeps it: the list form, or one capped list per attribute."""
+    if isinstance(requested, Mapping):
+        named = sorted(requested.items(), key=lambda item: str(item[0]))[:MAX_PARAM_KEYS]
+        return {
+            _capped_keys([name])[0]: _capped_keys(values if isinstance(values, Iterable) else [values])
+            for name, values in named
+        }
+    if isinstance(requested, Iterable) and not isinstance(requested, str | bytes):
+        return _capped_keys(requested)
+    return None
+
+
 class AuditEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -109,9 +122,10 @@ class AuditEvent(BaseModel):
     # The principal's further named lists (``repositories``, …; empty: it has none); None when no
     # principal is known.
     attributes: dict[str, list[str]] | None = None
-    # The narrower scope the request asked for (capped like parameter keys); the query ran under
-    # it when answered, and a wider one is refused as scope.wider. None: the principal's whole scope.
-    requested_scope: list[str] | None = None
+    # The narrower scope the request asked for (capped like parameter keys): a list narrows layers,
+    # a mapping one list per attribute; the query ran under it when answered, and a wider one is
+    # refused as scope.wider. None: the principal's whole scope.
+    requested_scope: list[str] | dict[str, list[str]] | None = None
     transport: str
     client: str | None = None
     subject: str | None = None
@@ -150,7 +164,7 @@ class AuditEvent(BaseModel):
     @classmethod
     def begin(
         cls, *, query_id: str, principal: Principal | str, transport: str, tool: str, cypher: str | None,
-        param_keys: Iterable[object], requested_scope: Iterable[object] | None = None,
+        param_keys: Iterable[object], requested_scope: object = None,
         pinned: Mapping[str, object] | None = None,
     ) -> AuditEvent:  # fmt: skip
         origin = REQUEST_ORIGIN.get() or Origin()
@@ -167,7 +181,7 @@ class AuditEvent(BaseModel):
             else None,
             query=text[:MAX_QUERY_CHARS] if cypher is not None else None, query_chars=len(text),
             param_keys=_capped_keys(keys), param_count=len(keys), pinned=_pinned(pinned),
-            requested_scope=None if requested_scope is None else _capped_keys(requested_scope),
+            requested_scope=_requested(requested_scope),
         )  # fmt: skip
 
     @classmethod

@@ -214,8 +214,15 @@ SCOPE_TOO_LARGE = Rule(
 
 SCOPE_WIDER = Rule(
     "scope.wider",
-    "A request's own `scope` may only narrow the caller's: a layer outside the principal's scope is refused "
-    "(an empty list narrows to global-only).",
+    "A request's own `scope` may only narrow the caller's: a value outside the principal's own list for that "
+    "attribute (layers, repositories, …) is refused (an empty list narrows that attribute to nothing).",
+    "scope",
+)
+SCOPE_UNAPPLIABLE = Rule(
+    "scope.unappliable",
+    "A request's own `scope` must narrow attributes the policy's rules read: a mapping naming another attribute, "
+    "an empty mapping, or the plain list (which narrows `layers`) under a policy whose rules do not read `layers` "
+    "is refused, never ignored.",
     "scope",
 )
 
@@ -263,6 +270,7 @@ CATALOGUE: tuple[Rule, ...] = (
     SCOPE_ELEMENT_ID,
     SCOPE_TOO_LARGE,
     SCOPE_WIDER,
+    SCOPE_UNAPPLIABLE,
     SANDBOX_EXPLAIN,
 )
 """Every rule, in the order a request meets them."""

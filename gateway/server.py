@@ -51,10 +51,13 @@ Params = Annotated[
 ]
 
 RequestedScope = Annotated[
-    list[str] | None,
+    list[str] | dict[str, list[str]] | None,
     Field(
-        description="Optional: see only these of your layers for this request ([] = global elements only). "
-        "Omit it for your whole scope; a layer outside your scope is refused (rule scope.wider)."
+        description="Optional: narrow what you see for this request. Either a list of your layers "
+        '(["project-a"]; [] = global elements only), or one list per attribute the policy reads '
+        '({"repositories": ["acme/payments"]}; `policy://active` names them). Omit it for your whole scope. '
+        "A value outside your own is refused (rule scope.wider); an attribute the policy does not read, "
+        "or a list under a policy that reads no layers, is refused (rule scope.unappliable)."
     ),
 ]
 
@@ -247,7 +250,8 @@ def build_server(
         return principal, transport
 
     async def _run(tool: Literal["recall", "analyze"], cypher: str, params: dict[str, Any] | None,
-                   requested: list[str] | None, ctx: Context[Any, Any]) -> CallToolResult:  # fmt: skip
+                   requested: list[str] | dict[str, list[str]] | None,
+                   ctx: Context[Any, Any]) -> CallToolResult:  # fmt: skip
         try:
             principal, transport = resolve(ctx)
         except GatewayError as exc:

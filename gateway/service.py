@@ -34,7 +34,7 @@ from gateway.errors import (
 )
 from gateway.policy import HiddenProperties, Limits, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
-from gateway.scope.narrow import narrowed
+from gateway.scope.narrow import RequestedScope, narrowed
 from sandbox.wire import Notification, SandboxResult
 from sandbox.withhold import Withholding
 
@@ -89,11 +89,11 @@ class Gateway:
         principal: Principal,
         *,
         transport: Transport = "direct",
-        scope: Sequence[str] | None = None,
+        scope: RequestedScope | None = None,
     ) -> CheckResult:
         """Guard + scope rewrite, nothing run. Never raises for a bad query: it says why.
 
-        ``scope``: the request's narrowing of the principal's layers (``scope.narrow``).
+        ``scope``: the request's narrowing of the principal's attribute lists (``scope.narrow``).
         Raises ``InternalError`` only when something unexpected fails (a bug).
         """
         started = time.monotonic()
@@ -101,7 +101,7 @@ class Gateway:
             query_id=uuid.uuid4().hex, principal=principal, transport=transport, tool="check",
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
             param_keys=params if isinstance(params, Mapping) else [], pinned=self._pinned(tool, params),
-            requested_scope=scope if isinstance(scope, Sequence) and not isinstance(scope, str) else None,
+            requested_scope=scope,
         )  # fmt: skip
         try:
             result = self._check(tool, cypher, params, principal, scope)
@@ -116,7 +116,7 @@ class Gateway:
         cypher: str,
         params: Mapping[str, Any] | None,
         principal: Principal,
-        requested_scope: Sequence[str] | None,
+        requested_scope: RequestedScope | None,
     ) -> CheckResult:
         try:
             prepared = self._prepare(tool, cypher, params, principal, requested_scope)
@@ -141,7 +141,7 @@ class Gateway:
         *,
         transport: Transport = "direct",
         query_id: str | None = None,
-        scope: Sequence[str] | None = None,
+        scope: RequestedScope | None = None,
     ) -> ToolResult:
         """Run one agent query through every layer.
 
@@ -152,7 +152,8 @@ class Gateway:
         all, it answers ``degraded: ["<tool>:disabled"]`` with no rows and the reason instead:
         the query is never run anywhere else. ``query_id``: chosen by a caller that may
         :meth:`cancel` the query from another thread. ``scope``: the request's narrowing of the
-        principal's layers (``scope.narrow``; anything wider is refused as ``scope.wider``).
+        principal's attribute lists (``scope.narrow``; anything wider is refused as ``scope.wider``,
+        anything the policy cannot apply as ``scope.unappliable``).
         """
         started = time.monotonic()
         query_id = query_id or uuid.uuid4().hex
@@ -160,7 +161,7 @@ class Gateway:
             query_id=query_id, principal=principal, transport=transport, tool=tool,
             cypher=cypher if isinstance(cypher, str) else repr(cypher),
             param_keys=params if isinstance(params, Mapping) else [], pinned=self._pinned(tool, params),
-            requested_scope=scope if isinstance(scope, Sequence) and not isinstance(scope, str) else None,
+            requested_scope=scope,
         )  # fmt: skip
         try:
             result = self._run(tool, cypher, params, principal, query_id, started, scope)
@@ -180,7 +181,7 @@ class Gateway:
         principal: Principal,
         query_id: str,
         started: float,
-        requested_scope: Sequence[str] | None,
+        requested_scope: RequestedScope | None,
         *,
         schema_query: bool = False,
     ) -> ToolResult:
@@ -284,7 +285,7 @@ class Gateway:
         cypher: str,
         params: Mapping[str, Any] | None,
         principal: Principal,
-        requested_scope: Sequence[str] | None = None,
+        requested_scope: RequestedScope | None = None,
         *,
         schema_query: bool = False,
     ) -> _Prepared:
@@ -300,8 +301,8 @@ class Gateway:
         if parsed is not None and self.layers.guard:
             guard.enforce(parsed, caller_params, tool, _schema_policy(self.policy) if schema_query else self.policy)
         # Narrowed before the plan: the rewrite and the sandbox's result check both see only the
-        # layers this request asked for; the container is still the principal's own.
-        seeing = narrowed(principal, requested_scope)
+        # attribute values this request asked for; the container is still the principal's own.
+        seeing = narrowed(principal, requested_scope, self.policy)
         plan = scope.plan(parsed or cypher, self.policy, tool, seeing, self.layers)
         # The scope parameter goes in last, so a caller's value for the reserved key can
         # never survive (the guard also rejects such keys outright).

@@ -56,7 +56,8 @@ class Selector(_Strict):
     * ``labels`` / ``type`` / ``props`` -- any node or relationship that has all these labels,
       this relationship type and these property values.
     * ``value`` -- a plain (non-graph) value equal to this one, anywhere in the rows.
-    * ``text`` -- a plain string containing this text, anywhere in the rows.
+    * ``text`` -- a string containing this text, anywhere in the rows, inside returned nodes',
+      relationships' and paths' property maps too (and their lists).
     """
 
     uid: str | None = None

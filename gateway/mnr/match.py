@@ -5,13 +5,16 @@ tagged objects (``$type`` node / relationship / path), everything else is
 plain JSON. The walk visits every cell, list item and map value; a node or
 relationship is matched as an element, and a relationship also counts as a
 hit for the elements its endpoints name (a visible edge must not point at a
-hidden node). Answers carry element tokens local to the answer, not Neo4j's
-ids, so an edge's endpoints are known from the fixture itself (the keys of the
-relationships at each element); a Neo4j id found anyway still counts. Plain
-strings are compared to keys, element ids and fingerprints (every string value
-only that fixture element holds, however short), so ``RETURN f.text``, ``RETURN
-e.name`` giving "Ada" or ``RETURN elementId(f)`` (with the rewrite off) leaks as
-surely as ``RETURN f``.
+hidden node). A ``text`` selector also looks inside every returned node's and
+relationship's property map (bare, in a path, in a list or a map, and in the
+property's own lists), so a property the policy meant to hide is caught
+however the query returned it. Answers carry element tokens local to the
+answer, not Neo4j's ids, so an edge's endpoints are known from the fixture
+itself (the keys of the relationships at each element); a Neo4j id found
+anyway still counts. Plain strings are compared to keys, element ids and
+fingerprints (every string value only that fixture element holds, however
+short), so ``RETURN f.text``, ``RETURN e.name`` giving "Ada" or ``RETURN
+elementId(f)`` (with the rewrite off) leaks as surely as ``RETURN f``.
 """
 
 from __future__ import annotations
@@ -52,23 +55,29 @@ class Hit:
         return f"row {self.row} {self.where}: {self.what}"
 
 
-def _walk(value: Any, where: str) -> Iterator[tuple[str, Any]]:
-    yield where, value
+def _walk(value: Any, where: str, *, in_element: bool = False) -> Iterator[tuple[str, Any, bool]]:
+    """Every value inside ``value``: ``(where, value, in_element)``, ``in_element`` for values
+    found in a node's or relationship's property map (at any depth of its lists)."""
+    yield where, value, in_element
     if isinstance(value, dict):
         kind = value.get(TYPE_KEY)
         if kind in ("node", "relationship"):
-            return  # an element is matched whole; its properties are its own, not projected values
+            # The element is matched whole; its property values are walked too, for the
+            # selectors that look inside elements (``text``).
+            for key, item in (value.get("properties") or {}).items():
+                yield from _walk(item, f"{where}.properties.{key}", in_element=True)
+            return
         if kind == "path":
             for i, node in enumerate(value.get("nodes") or []):
-                yield from _walk(node, f"{where}.nodes[{i}]")
+                yield from _walk(node, f"{where}.nodes[{i}]", in_element=in_element)
             for i, rel in enumerate(value.get("relationships") or []):
-                yield from _walk(rel, f"{where}.relationships[{i}]")
+                yield from _walk(rel, f"{where}.relationships[{i}]", in_element=in_element)
             return
         for key, item in value.items():
-            yield from _walk(item, f"{where}.{key}")
+            yield from _walk(item, f"{where}.{key}", in_element=in_element)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _walk(item, f"{where}[{i}]")
+            yield from _walk(item, f"{where}[{i}]", in_element=in_element)
 
 
 def _element_label(value: dict[str, Any]) -> str:
@@ -102,7 +111,11 @@ class Matcher:
         for r, row in enumerate(rows):
             for c, cell in enumerate(row):
                 column = columns[c] if c < len(columns) else f"#{c}"
-                for where, value in _walk(cell, column):
+                for where, value, in_element in _walk(cell, column):
+                    # Inside an element only ``text`` looks: a ``value`` or ``uid`` selector names what
+                    # a query projects or returns, and an element's own properties are matched with it.
+                    if in_element and selector.text is None:
+                        continue
                     what = self._hit(selector, value)
                     if what is not None:
                         hits.append(Hit(row=r, where=where, what=what))

@@ -196,6 +196,17 @@ def test_a_narrowed_request_names_the_scope_it_asked_for(tmp_path: Path) -> None
     assert (wider["requested_scope"], wider["rule"]) == (["l9"], "scope.wider")
 
 
+def test_a_narrowing_per_attribute_is_logged_per_attribute_and_refused_ones_too(tmp_path: Path) -> None:
+    gateway, audit = _gateway(tmp_path, AnsweringRunner())
+    wide = Principal(name="alice", scope=frozenset({"l1", "l2"}), attributes={"tenants": frozenset({"t1"})})
+    gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, wide, scope={"layers": ["l1"]})
+    with pytest.raises(QueryRejected):
+        gateway.run("analyze", "MATCH (n) RETURN count(n) AS c", {}, wide, scope={"tenants": ["t1"]})
+    narrowed, unappliable = audit.read()
+    assert (narrowed["requested_scope"], narrowed["decision"]) == ({"layers": ["l1"]}, "answered")
+    assert (unappliable["requested_scope"], unappliable["rule"]) == ({"tenants": ["t1"]}, "scope.unappliable")
+
+
 def test_every_line_names_the_principals_attribute_lists_capped(tmp_path: Path) -> None:
     gateway, audit = _gateway(tmp_path, AnsweringRunner())
     mentis = Principal(

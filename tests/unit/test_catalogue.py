@@ -116,6 +116,8 @@ def test_every_rule_in_the_catalogue_is_produced_by_some_request() -> None:
     through_check(POLICY, "analyze", "MATCH " + ", ".join(["()"] * 500) + " RETURN 1 AS x", {})
     narrowing = Gateway(POLICY, ExplainRefuses()).check("analyze", "RETURN 1 AS x", {}, ALICE, scope=["l2"])
     produced[str(narrowing.rule)] = "a request scope wider than the principal's"
+    unappliable = Gateway(POLICY, ExplainRefuses()).check("analyze", "RETURN 1 AS x", {}, ALICE, scope={"tenants": []})
+    produced[str(unappliable.rule)] = "a request scope narrowing an attribute the policy does not read"
     # The Gateway refuses an unknown tool as the request's shape (input.invalid); the guard,
     # asked directly, names the tool itself.
     decision = guard.check("RETURN 1 AS x", {}, "delete_everything", POLICY)  # type: ignore[arg-type]

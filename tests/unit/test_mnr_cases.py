@@ -229,6 +229,38 @@ def test_value_and_element_selectors() -> None:
     assert MATCHER.find(Selector(labels=("Nope",)), cols, rows) == []
 
 
+# A Repository whose secret property a policy meant to hide under another name (api_token for
+# apiToken): the node comes back whole, the secret inside its property map.
+LEAKY = {
+    "$type": "node", "elementId": "n1", "labels": ["Repository"],
+    "properties": {"uid": "repo-1", "name": "acme/payments", "apiToken": "s3cr3t"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cell", "where"),
+    [
+        (LEAKY, "r.properties.apiToken"),  # a bare node
+        (_rel("r1", "n1", "n2") | {"properties": {"token": "Bearer s3cr3t"}}, "r.properties.token"),
+        ({"$type": "path", "nodes": [LEAKY], "relationships": []}, "r.nodes[0].properties.apiToken"),
+        ([{"repo": LEAKY}], "r[0].repo.properties.apiToken"),  # nested in a list and a map
+        (LEAKY | {"properties": {"tokens": ["old", "s3cr3t"]}}, "r.properties.tokens[1]"),  # a list property
+    ],
+)
+def test_text_selector_looks_inside_returned_elements_property_maps(cell: Any, where: str) -> None:
+    hits = MATCHER.find(Selector(text="s3cr3t"), ["r"], [[cell]])
+    assert [hit.where for hit in hits] == [where]
+
+
+def test_only_text_looks_inside_elements_value_and_uid_name_what_is_projected() -> None:
+    # A visible node whose property equals a value or a hidden element's key is that node's own
+    # data, not a projection of the hidden one.
+    visible = _node("4:x:1", "fact-a-1") | {"properties": {"uid": "fact-a-1", "about": "fact-b-1", "n": 1}}
+    assert MATCHER.find(Selector(value=1), ["r"], [[visible]]) == []
+    assert MATCHER.find(Selector(uid="fact-b-1"), ["r"], [[visible]]) == []
+    assert MATCHER.find(Selector(text="fact-b"), ["r"], [[visible]])[0].where == "r.properties.about"
+
+
 # --- reports -------------------------------------------------------------------------------------
 
 

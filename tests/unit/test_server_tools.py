@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,6 +28,7 @@ from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 from tests.support.stub_runner import RunnerStub
 
 P = Principal(name="t", scope=frozenset({"l1"}))
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Answering(RunnerStub):
@@ -249,3 +251,42 @@ def test_a_request_scope_narrows_over_the_wire_and_a_wider_one_is_a_rule() -> No
     key = load_policy().scope.scope_parameter
     assert [job.params[key] for job in runner.jobs] == [["l1"], []]
     assert wider.structured_content["allowed"] is False and wider.structured_content["rule"] == "scope.wider"
+
+
+def test_a_request_scope_per_attribute_narrows_over_the_wire_and_an_unappliable_one_is_a_rule() -> None:
+    runner = Answering()
+    mentis = load_policy(REPO / "policies" / "mentis.yaml")
+    dev = Principal(name="dev", attributes={"repositories": frozenset({"acme/payments", "acme/storefront"})})
+    server = build_server(Gateway(mentis, runner), stdio_resolver(dev), resource_principal=dev)
+    query = "MATCH (r:Repository) RETURN r.name AS n"
+
+    async def go() -> list[Any]:
+        async with Client(server) as client:
+            return [
+                await client.call_tool("analyze", {"cypher": query, "scope": {"repositories": ["acme/payments"]}}),
+                await client.call_tool("analyze", {"cypher": query, "scope": []}),
+                await client.call_tool("analyze", {"cypher": query, "scope": {"layers": ["x"]}}),
+                await client.call_tool("analyze", {"cypher": query, "scope": {"repositories": "acme/payments"}}),
+            ]
+
+    narrowed, listed, unread, misshapen = anyio.run(go)
+    assert not narrowed.is_error
+    assert [job.params["__gw_attr_repositories"] for job in runner.jobs] == [["acme/payments"]]
+    assert _error(listed)["rule"] == _error(unread)["rule"] == "scope.unappliable"
+    assert _error(misshapen)["code"] == "invalid_input"
+
+
+def test_the_scope_argument_schema_describes_the_list_and_the_mapping_form() -> None:
+    server = build_server(Gateway(load_policy(), Answering()), stdio_resolver(P), resource_principal=P)
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return await client.list_tools()
+
+    tools = {tool.name: tool for tool in anyio.run(go).tools}
+    for name in ("recall", "analyze", "check"):
+        scope = tools[name].input_schema["properties"]["scope"]
+        forms = scope["anyOf"]
+        assert {"type": "array", "items": {"type": "string"}} in forms
+        assert {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}} in forms
+        assert "scope.unappliable" in scope["description"] and "repositories" in scope["description"]

@@ -149,6 +149,11 @@ async def _fastmcp_session(transport: Any) -> None:
         # Every tool answers, its structured content valid against its own output schema (fastmcp checks).
         checked = await client.call_tool("check", {"cypher": "RETURN 1 AS one", "tool": "analyze"})
         assert checked.structured_content is not None and checked.structured_content["allowed"] is True
+        # `scope` in both of its forms passes the client's own check against the input schema.
+        scopes: list[list[str] | dict[str, list[str]]] = [[], {"layers": []}]
+        for scope in scopes:
+            narrowed = await client.call_tool("analyze", {"cypher": "RETURN 1 AS one", "scope": scope})
+            assert narrowed.structured_content is not None and narrowed.structured_content["rows"] == [[1]]
         analyzed = await client.call_tool("analyze", {"cypher": "RETURN 1 AS one"})
         assert analyzed.structured_content is not None and analyzed.structured_content["rows"] == [[1]]
         recalled = await client.call_tool(

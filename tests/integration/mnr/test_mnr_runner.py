@@ -22,6 +22,7 @@ from gateway.connection import Neo4jConnection
 from gateway.domain import LayerSwitches
 from gateway.mnr.cases import LayerPermit, Suite, load_suite
 from gateway.mnr.runner import CaseOutcome, MnrSession
+from gateway.policy import HiddenProperties, load_policy
 from gateway.runner import SandboxRunner
 from tests.support.env import neo4j_env
 from tests.support.mnr import SUITE_HEADER
@@ -308,6 +309,40 @@ def test_a_short_property_value_returned_plain_is_a_leak(
     assert outcome.row_count == 2
     assert outcome.status == "failed", outcome.message()
     assert outcome.failures == ["LEAKED uid=ent-ada: row 0 name: string 'Ada' (a property only ent-ada holds)"]
+    assert held.status == "passed" and held.row_count == 1, held.message()
+
+
+MISSPELT_FIXTURE = """\
+MATCH (n:MnrMisspelt) DETACH DELETE n;
+CREATE (:MnrMisspelt:Repository {uid: 'repo-1', name: 'acme/payments', layers: ['project-a'], apiToken: 's3cr3t'});
+"""
+
+
+def test_a_text_selector_catches_a_secret_a_misspelt_hidden_property_lets_through(
+    tmp_path: Path, neo4j_connection: Neo4jConnection, shared_runner: SandboxRunner, neo4j_driver: Any
+) -> None:
+    # The policy meant to hide apiToken and wrote api_token: the whole node comes back with it.
+    (tmp_path / "misspelt.cypher").write_text(MISSPELT_FIXTURE)
+    path = tmp_path / "misspelt.mnr.yaml"
+    path.write_text(
+        HEADER.replace("builtin:memory", "misspelt.cypher")
+        + "  - id: repositories\n    query: MATCH (r:MnrMisspelt) RETURN r\n"
+        "    must_not_retrieve: [{text: s3cr3t}]\n"
+    )
+    suite = load_suite(path)
+    default = load_policy()
+    misspelt = default.model_copy(update={"hidden_properties": HiddenProperties({"Repository": ["api_token"]})})
+    spelt = default.model_copy(update={"hidden_properties": HiddenProperties({"Repository": ["apiToken"]})})
+    try:
+        with MnrSession(connection=neo4j_connection, runner=shared_runner, policy=misspelt) as leaky:
+            outcome = _only(leaky.run_suite(suite))
+        with MnrSession(connection=neo4j_connection, runner=shared_runner, policy=spelt) as hidden:
+            held = _only(hidden.run_suite(suite))
+    finally:
+        with neo4j_driver.session(database=neo4j_connection.database) as db:
+            db.run("MATCH (n:MnrMisspelt) DETACH DELETE n").consume()
+    assert outcome.status == "failed" and outcome.row_count == 1, outcome.message()
+    assert outcome.failures == ["LEAKED text~'s3cr3t': row 0 r.properties.apiToken: string 's3cr3t'"]
     assert held.status == "passed" and held.row_count == 1, held.message()
 
 
