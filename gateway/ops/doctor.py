@@ -4,8 +4,9 @@ Each check says ``ok``, ``failed`` (with a fix) or ``skipped`` (a check it needs
 in the order a request needs them: the settings, the policy, the audit log, Docker, the
 sandbox image, Neo4j's address, then a live sandbox: it starts, one read query goes
 through the real pool, forwarder and credentials (TLS included), the policy's scope is
-held against the graph (its property must occur, the names it lists must exist; per label
-and type, how many elements it hides), and the egress probe runs in the same box.
+held against the graph (its property must occur, the labels, types and properties it names
+must exist, near-misses named; per label and type, how many elements it hides, when its
+rules read the scope property; ``gateway.policy_fit``), and the egress probe runs in the same box.
 Exit 0 only when every check holds; ``--json`` prints the same report as one object.
 
 The doctor starts its own small runner (one warm sandbox) and removes it on the way
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from gateway import scope_survey
+from gateway import policy_fit, scope_survey
 from gateway.cli.policy import lint_warnings
 from gateway.compose import unreachable
 from gateway.config import GatewaySettings, load_settings, neo4j_connection
@@ -226,10 +227,19 @@ class Doctor:
 
     def _scope_graph(self) -> str:
         assert self.policy is not None
-        found = scope_survey.survey(self.policy, self._query)
-        if found.problems:
-            raise _Failed("; ".join(found.problems), scope_survey.FIX)
-        return f"{found.layers_property!r} is in use; {found.hidden_summary()}"
+        reads_layers = scope_survey.reads_layers(self.policy)
+        found = scope_survey.survey(self.policy, self._query, counts=reads_layers)
+        shapes = policy_fit.read_shapes(self._query)
+        # The property missing everywhere is the survey's (its first problem); the names are policy_fit's.
+        findings = [] if found.property_found else [policy_fit.Finding(problem=found.problems[0], fix=scope_survey.FIX)]
+        findings += policy_fit.static_findings(self.policy) + policy_fit.graph_findings(self.policy, shapes)
+        if findings:
+            raise _Failed("; ".join(f.problem for f in findings), policy_fit.fix_lines(findings))
+        fits = "every label, relationship type and property the policy names occurs in the graph"
+        if not reads_layers:
+            # The rules never read the scope property: its use and counts would describe nothing.
+            return fits
+        return f"{fits}; {found.layers_property!r} is in use; {found.hidden_summary()}"
 
     def _query(self, cypher: str, params: dict[str, Any]) -> list[list[Any]]:
         """One of the doctor's own reads (the operator's, unscoped) in a sandbox, or a failed check."""
