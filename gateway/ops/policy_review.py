@@ -318,7 +318,8 @@ def matrix_html(found: Matrix, policy_name: str, principals: list[Principal]) ->
             cell = row.get(principal, Cell(visible=0, total=0, properties=[]))
             css = "none" if not cell.visible else "all" if cell.visible == cell.total else "some"
             props = f'<div class="props">{e(", ".join(cell.properties))}</div>' if cell.visible else ""
-            tds.append(f'<td class="{css}">{cell.visible} / {cell.total}{props}</td>')
+            count = f'data-visible="{cell.visible}" data-total="{cell.total}"'
+            tds.append(f'<td class="{css}" {count}>{cell.visible} / {cell.total}{props}</td>')
         body.append(f"<tr><th>{e(name)}</th>{''.join(tds)}</tr>")
     who = "".join(f"<li>{e(describe_principal(p))}</li>" for p in principals)
     return (

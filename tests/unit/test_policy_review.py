@@ -92,3 +92,4 @@ def test_the_matrix_counts_per_principal_and_lists_what_an_answer_shows() -> Non
     assert "<b>" not in text.split("<title>")[1].split("</title>")[0]  # the policy's name is escaped
     assert page.cells[:3] == ["label / type", "ci", "nobody"]
     assert "1 / 2slug, uid" in page.cells and "0 / 2" in page.cells
+    assert ("data-visible", "1") in page.attrs and ("data-total", "2") in page.attrs

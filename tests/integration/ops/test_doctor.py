@@ -114,7 +114,8 @@ def test_a_scope_property_the_graph_never_carries_fails_with_the_fix(
     scope = checks["scope vs graph"]
     assert scope["status"] == "failed", scope
     assert f"'{prop}' occurs on no node or relationship" in scope["detail"]
-    assert f"GONE_{unique}" in scope["detail"] and kind not in scope["detail"].split("exist in the graph:")[-1]
+    assert f"'GONE_{unique}' named in scope.bookkeeping_relationship_types occurs nowhere" in scope["detail"]
+    assert f"'{kind}' named in" not in scope["detail"]
     assert "set scope.layers_property to the property your graph uses, or tag elements" in scope["fix"]
 
 
