@@ -22,9 +22,9 @@ from gateway.cli.policy import rule_sentence
 from gateway.config import GatewaySettings, neo4j_connection
 from gateway.domain import Principal, attribute_lists
 from gateway.errors import SetupError
-from gateway.policy import Policy, ToolName
+from gateway.policy import Policy, ToolName, derived_anchor_label
 from gateway.scope.predicates import Predicates, quote_name
-from gateway.scope.rules import ToolRules
+from gateway.scope.rules import MAX_DERIVED_DEPTH, ToolRules
 from gateway.scope_survey import Run
 from sandbox.tagged import TYPE_KEY
 from sandbox.withhold import Withholding
@@ -115,7 +115,11 @@ def explain(
         values,
     )
     if node_rows:
-        return _explain_node(policy, principal, ref, node_rows, named, tool)
+        found = _explain_node(policy, principal, ref, node_rows, named, tool)
+        for label in found.owners:
+            if label in policy.scope.nodes and policy.scope.nodes[label].kind == "derived":
+                found.reasons.insert(-1, _anchor_chain(policy, rules, run, ref, label))
+        return found
     rel_rows = run(
         f"MATCH ()-[x:{owner}]->() WHERE toString(x[$__key]) = $__value "
         f"RETURN type(x), keys(x), {predicates.visible_relationship_with_endpoints('x', frozenset({ref.owner}))}, "
@@ -127,6 +131,33 @@ def explain(
         raise ReviewError(f"no node labelled {ref.owner} and no relationship of type {ref.owner} has {ref.key} = "
                           f"{ref.value!r} in the graph")  # fmt: skip
     return _explain_relationship(policy, principal, ref, rel_rows, tool)
+
+
+def _anchor_chain(policy: Policy, rules: ToolRules, run: Run, ref: ElementRef, label: str) -> str:
+    """Where ``label``'s derived rule leads for this element: the anchors reached, and what the last one reads."""
+    steps: list[str] = []
+    chain, current, rule = [label], label, policy.scope.nodes[label]
+    while rule.kind == "derived" and len(chain) <= MAX_DERIVED_DEPTH:
+        steps.append(rules.derived[rule.path or ""].renamed(f"a{len(steps)}", f"a{len(steps) + 1}"))
+        current = derived_anchor_label(rule.path or "")
+        chain.append(current)
+        rule = policy.scope.nodes[current]
+    last = f"a{len(steps)}"
+    reads = f"{last}.{quote_name(policy.scope.rule_property(rule))}" if rule.kind in ("membership", "equality") else "1"
+    rows = run(
+        f"MATCH (a0:{quote_name(ref.owner)}) WHERE toString(a0[$__key]) = $__value "
+        + " ".join(f"OPTIONAL MATCH {step}" for step in steps)
+        + f" RETURN count(DISTINCT {last}), collect(DISTINCT {reads})",
+        {"__key": ref.key, "__value": ref.value},
+    )
+    reached, values = rows[0] if rows else (0, [])
+    path = " -> ".join(chain)
+    if not reached:
+        return f"its anchor chain {path} reaches no {current}: nothing to borrow visibility from"
+    if rule.kind not in ("membership", "equality"):
+        return f"its anchor chain {path} reaches {reached} {current} ({rule.kind})"
+    prop = policy.scope.rule_property(rule)
+    return f"its anchor chain {path} reaches {reached} {current} whose {prop} is {', '.join(map(repr, values))}"
 
 
 def _one(ref: ElementRef, rows: list[list[Any]]) -> list[Any]:

@@ -11,12 +11,15 @@ import pytest
 from gateway.ops.policy_review import (
     ElementRef,
     ReviewError,
+    explain,
     matrix,
     matrix_html,
     parse_principal,
+    render_explanation,
     render_matrix,
 )
 from gateway.policy import POLICIES_DIR, load_policy
+from gateway.scope_survey import Run
 
 MENTIS = load_policy(POLICIES_DIR / "mentis.yaml")
 
@@ -93,3 +96,48 @@ def test_the_matrix_counts_per_principal_and_lists_what_an_answer_shows() -> Non
     assert page.cells[:3] == ["label / type", "ci", "nobody"]
     assert "1 / 2slug, uid" in page.cells and "0 / 2" in page.cells
     assert ("data-visible", "1") in page.attrs and ("data-total", "2") in page.attrs
+
+
+def _answers(node: list[Any] | None, relationship: list[Any] | None = None) -> Run:
+    """A graph that answers the node query with ``node`` and the relationship query with ``relationship``."""
+
+    def run(cypher: str, params: dict[str, Any]) -> list[list[Any]]:
+        assert params["__key"] == "uid"
+        if cypher.startswith("MATCH (x:"):
+            return [node] if node is not None else []
+        return [relationship] if relationship is not None else []
+
+    return run
+
+
+def test_explain_names_untagged_when_the_rule_s_property_is_missing() -> None:
+    policy = load_policy(POLICIES_DIR / "mindreader.yaml")
+    named = sorted(policy.scope.nodes)
+    row = [["Entity"], ["uid", "name"], False, [label != "Entity" for label in named], False]
+    found = explain(policy, _answers(row), parse_principal("a:layers=team-a"), ElementRef.parse("Entity:uid=e1"))
+    assert not found.visible and found.decided_by == "untagged (it has no 'layers')"
+    assert any("Entity (membership): visible when its layers is an empty list" in r for r in found.reasons)
+
+
+def test_explain_names_bookkeeping_for_a_correction_edge() -> None:
+    policy = load_policy(POLICIES_DIR / "mindreader.yaml")
+    rel = ["SUPERSEDES", ["uid", "layers"], False, True, True, True]
+    found = explain(
+        policy, _answers(None, rel), parse_principal("a:layers=team-a"), ElementRef.parse("SUPERSEDES:uid=s")
+    )
+    assert not found.visible and found.decided_by == "bookkeeping"
+    # Mindreader also denies the type outright under analyze: the explanation says so.
+    assert "SUPERSEDES is in tools.analyze.denied_relationship_types" in render_explanation(found)
+
+
+def test_explain_refuses_an_element_that_is_not_there_or_not_one() -> None:
+    policy = load_policy(POLICIES_DIR / "mindreader.yaml")
+    with pytest.raises(ReviewError, match="no node labelled Entity"):
+        explain(policy, _answers(None), parse_principal("a"), ElementRef.parse("Entity:uid=nope"))
+    two = _answers([["Entity"], ["uid"], False, [False] * len(policy.scope.nodes), False])
+
+    def twice(cypher: str, params: dict[str, Any]) -> list[list[Any]]:
+        return two(cypher, params) * 2
+
+    with pytest.raises(ReviewError, match="more than one element"):
+        explain(policy, twice, parse_principal("a"), ElementRef.parse("Entity:uid=dup"))

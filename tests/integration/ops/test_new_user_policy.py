@@ -260,6 +260,10 @@ def test_a_mentis_user_s_misspelt_secret_and_public_task_are_caught_before_they_
         assert explain.returncode == 1, explain.stdout + explain.stderr
         assert "NOT visible; decided by: derived anchor chain" in explain.stdout
         assert "its Task's Repository's slug is one of the caller's repositories" in explain.stdout
+        assert (
+            "its anchor chain Conclusion -> Task -> Repository reaches 1 Repository whose slug is 'umbrella/ops'"
+            in (explain.stdout)
+        )
     finally:
         with neo4j_driver.session(database=neo4j_connection.database) as db:
             db.run("MATCH (n:NewUserMentis) DETACH DELETE n").consume()
