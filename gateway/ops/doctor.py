@@ -128,7 +128,8 @@ class Doctor:
                 str(exc), f"edit {file} (`cypher-gateway policy lint {file}` names each problem), or set policy_file "
                 "(GATEWAY_POLICY_FILE) to a valid policy"
             ) from exc  # fmt: skip
-        warnings = lint_warnings(self.policy)
+        # What fails without a graph is also said here, in case the graph check cannot run.
+        warnings = lint_warnings(self.policy) + [f.problem for f in policy_fit.static_findings(self.policy)]
         notes = f"; {len(warnings)} lint warning(s): " + "; ".join(warnings) if warnings else ", lints clean"
         return f"policy {self.policy.name!r} from {file}{notes}"
 
