@@ -34,6 +34,7 @@ the guard answers it with ``QueryRejected``.
     │   ├── Neo4jSetupError           gateway/managed_neo4j.py: the managed Neo4j cannot be fetched,
     │   │                             set up or started, or its state directory has no password
     │   ├── ImageBuildError           gateway/ops/images.py: the offline images cannot be built
+    │   ├── ReviewError               gateway/ops/policy_review.py: a principal or element to explain names nothing
     │   └── KeycloakSetupError        gateway/ops/keycloak.py: the test IdP cannot be fetched or started
     └── ValueError
         └── CypherSyntaxError         gateway/cypher/errors.py: not Cypher the front end reads

@@ -12,14 +12,16 @@ store for the names.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel
 
+from gateway.config import GatewaySettings, neo4j_connection
 from gateway.errors import GatewayError
 from gateway.policy import Policy
-from gateway.runner import SandboxRunner
+from gateway.runner import SandboxRunner, settings_for
 from gateway.scope.predicates import quote_name
 from sandbox.wire import SandboxJob
 
@@ -68,17 +70,23 @@ class Survey(BaseModel):
     @property
     def problems(self) -> list[str]:
         """What makes the policy not fit the graph, each in one sentence."""
-        out: list[str] = []
-        if not self.property_found:
-            out.append(
-                f"the policy's scope property {self.layers_property!r} occurs on no node or relationship: "
-                "every element is hidden from every caller"
-            )
+        out = self.property_problems
         if self.missing_labels:
             out.append(f"labels the policy names do not exist in the graph: {', '.join(self.missing_labels)}")
         if self.missing_types:
             out.append(
                 f"relationship types the policy names do not exist in the graph: {', '.join(self.missing_types)}"
+            )
+        return out
+
+    @property
+    def property_problems(self) -> list[str]:
+        """The problems with the properties the rules read (the names are ``gateway.policy_fit``'s)."""
+        out: list[str] = []
+        if not self.property_found:
+            out.append(
+                f"the policy's scope property {self.layers_property!r} occurs on no node or relationship: "
+                "every element is hidden from every caller"
             )
         if self.missing_properties:
             out.append(
@@ -119,6 +127,14 @@ def rule_reads(policy: Policy) -> list[tuple[str, str, str]]:
     for tool in policy.tools.values():
         reads |= {("label", label, pin.property) for label, pin in tool.pins.items()}
     return sorted(reads)
+
+
+def reads_layers(policy: Policy) -> bool:
+    """Whether any rule reads the scope property (else nothing about it is worth a line)."""
+    return any(
+        rule.kind in ("membership", "equality") and policy.scope.rule_property(rule) == policy.scope.layers_property
+        for rule in policy.scope_rules()
+    )
 
 
 def reads_layers_everywhere(policy: Policy) -> bool:
@@ -168,6 +184,25 @@ def survey(policy: Policy, run: Run, *, counts: bool = True) -> Survey:
 
 class SurveyFailed(Exception):
     """The graph could not be looked at (Neo4j busy or refusing); the message says why."""
+
+
+@contextmanager
+def operator_reads(settings: GatewaySettings, timeout_seconds: float = 120.0) -> Iterator[Run]:
+    """A :data:`Run` over the graph ``settings`` point at, through one warm sandbox removed on the way out.
+
+    What ``policy lint --graph``, ``policy explain`` and ``policy matrix`` read with; ``SetupError``
+    when no Neo4j is configured, :class:`SurveyFailed` when the sandbox cannot run.
+    """
+    target = neo4j_connection(settings)
+    runner = SandboxRunner(settings_for(settings, target, pool_size=1))
+    try:
+        runner.wait_ready(60.0)
+        ok, reason = runner.available()
+        if not ok:
+            raise SurveyFailed(f"the sandbox cannot run: {reason} (`cypher-gateway doctor` says what to fix)")
+        yield via_sandbox(runner, target.database, timeout_seconds)
+    finally:
+        runner.close()
 
 
 def via_sandbox(

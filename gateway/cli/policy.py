@@ -1,4 +1,4 @@
-"""``cypher-gateway check`` and ``cypher-gateway policy show|lint|init``.
+"""``cypher-gateway check`` and ``cypher-gateway policy show|lint|explain|matrix|init``.
 
 ``check`` is a fixed contract other tooling depends on: one query on stdin,
 one JSON object on stdout, the same the MCP ``check`` tool answers
@@ -29,6 +29,7 @@ from gateway.policy import (
     Limits,
     Policy,
     PolicyError,
+    ToolName,
     VisibilityRule,
     derived_anchor_label,
     load_policy,
@@ -91,9 +92,50 @@ def register(subparsers: Any) -> None:
     show = actions.add_parser("show", help="print a policy as a table for a reviewer")
     show.add_argument("file", nargs="?", help="policy file, or the name of a shipped policy (default: default)")
     show.set_defaults(handler=_handle_show)
-    lint = actions.add_parser("lint", help="validate one policy file (exit 0 valid, 1 invalid)")
+    lint = actions.add_parser(
+        "lint", help="validate one policy file, and with --graph hold it against the graph (exit 0 valid, 1 not)",
+        description="Validate one policy file. With --graph, also read the graph of the settings' Neo4j (through "
+        "a sandbox, as doctor does) and fail, with the fix, on every label, relationship type or property the policy "
+        "names that the graph does not have (near-misses named). Exit 0 valid, 1 invalid or not fitting.",
+    )  # fmt: skip
     lint.add_argument("file", help="policy file")
+    lint.add_argument("--graph", action="store_true", help="hold the policy against the graph the settings name")
+    lint.add_argument(
+        "--config", type=Path, help="TOML settings file for --graph (else $GATEWAY_CONFIG, env, defaults)"
+    )
     lint.set_defaults(handler=_handle_lint)
+    explain = actions.add_parser(
+        "explain", help="say whether a principal sees one element, and which rule decided",
+        description="Evaluate the rewrite's own visibility predicate for one element of the graph the settings name "
+        "(through a sandbox, as doctor does) for one principal, and say which rule decided: a label's rule, a "
+        "derived anchor chain, the default, untagged, bookkeeping or denied. Exit 0 visible, 1 not visible, 2 usage.",
+    )  # fmt: skip
+    explain.add_argument("--policy", metavar="FILE", help="policy file (default: the settings' policy_file)")
+    explain.add_argument("--principal", required=True, metavar="NAME[:ATTR=V,V;ATTR=V]",
+                         help="who asks, with the attribute lists the rules read (layers= is the scope), e.g. "
+                         "ci-bot:repositories=acme/payments")  # fmt: skip
+    explain.add_argument(
+        "--element",
+        required=True,
+        metavar="LABEL:KEY=VALUE",
+        help="the node of that label (else the relationship of that type) whose KEY reads VALUE",
+    )
+    _review_arguments(explain)
+    explain.set_defaults(handler=_handle_explain)
+    table = actions.add_parser(
+        "matrix", help="principals x labels and types: how many elements each sees, and which properties",
+        description="For each principal and each label and relationship type of the graph the settings name "
+        "(after seeding --fixture into it, with write credentials), count the elements the rewrite's own "
+        "predicate shows and list the properties an answer shows; a terminal table, and with --html a "
+        "self-contained page a reviewer can attach.",
+    )  # fmt: skip
+    table.add_argument("--policy", metavar="FILE", help="policy file (default: the settings' policy_file)")
+    table.add_argument("--principal", required=True, action="append", metavar="NAME[:ATTR=V,V;ATTR=V]",
+                       help="a principal to compare (repeatable)")  # fmt: skip
+    table.add_argument("--fixture", metavar="FILE", help="a Cypher seed file (or builtin:NAME) to load first")
+    table.add_argument("--html", type=Path, metavar="FILE", help="also write the matrix as one HTML page")
+    _review_arguments(table)
+    table.set_defaults(handler=_handle_matrix)
     init = actions.add_parser(
         "init", help="write a starting policy to stdout from a shipped one: policy init --template NAME > my.yaml",
         description="Print a shipped policy (the template: default, mentis or mindreader) with a header, ready to "
@@ -241,6 +283,8 @@ def rule_sentences(policy: Policy) -> list[str]:
 
 
 def _handle_lint(args: argparse.Namespace) -> int:
+    from gateway import policy_fit, scope_survey
+
     try:
         policy = load_policy(args.file)
     except PolicyError as exc:
@@ -248,7 +292,22 @@ def _handle_lint(args: argparse.Namespace) -> int:
         return EXIT_INVALID_POLICY
     for warning in lint_warnings(policy):
         print(f"warning: {warning}")
-    print(f"ok: policy {policy.name!r} is valid")
+    findings = policy_fit.static_findings(policy)
+    if args.graph:
+        try:
+            with scope_survey.operator_reads(load_settings(args.config)) as run:
+                findings += policy_fit.graph_findings(policy, policy_fit.read_shapes(run))
+        except (SetupError, scope_survey.SurveyFailed) as exc:
+            return _usage_error(f"cannot read the graph: {exc}")
+    else:
+        for what in policy_fit.unchecked(policy):
+            print(f"not checked (no --graph): {what}")
+    for finding in findings:
+        print(f"problem: {finding.problem}\n  fix: {finding.fix}")
+    if findings:
+        print(f"invalid: policy {policy.name!r} is well-formed, but {len(findings)} problem(s) above need their fix")
+        return EXIT_INVALID_POLICY
+    print(f"ok: policy {policy.name!r} is valid" + (" and fits the graph" if args.graph else ""))
     return EXIT_ALLOWED
 
 
@@ -294,11 +353,16 @@ def render_policy(policy: Policy) -> str:
     lines.append("")
     lines.append(f"reserved parameters: keys {_fmt(res.keys)}; prefixes {_fmt(res.prefixes)}")
     sc = policy.scope
+    from gateway.scope_survey import reads_layers
+
+    # A layers property no rule reads is not described: the sentences below say what each rule reads.
+    layers = f"layers property {sc.layers_property!r}, " if reads_layers(policy) else ""
     lines.append(
-        f"scope: parameter ${sc.scope_parameter}, layers property {sc.layers_property!r}, "
+        f"scope: parameter ${sc.scope_parameter}, {layers}"
         f"bookkeeping types {_fmt(sc.bookkeeping_relationship_types)}, allow bookkeeping {dict(sc.allow_bookkeeping)}"
     )
-    lines.append(f"scope: {untagged_sentence(policy)}")
+    if layers:
+        lines.append(f"scope: {untagged_sentence(policy)}")
     for sentence in rule_sentences(policy):
         lines.append(f"scope: {sentence}")
     hidden = policy.hidden_properties.by_owner()
@@ -396,6 +460,80 @@ def _handle_init(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         return _usage_error(str(exc))
     sys.stdout.write(text)
+    return EXIT_ALLOWED
+
+
+def _review_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tool", choices=TOOL_NAMES, default="analyze", help="tool whose rules apply")
+    parser.add_argument("--params", metavar="JSON", default="{}",
+                        help="request parameters the tool's pins read, as a JSON object")  # fmt: skip
+    parser.add_argument("--config", type=Path, help="TOML settings file (else $GATEWAY_CONFIG, env, defaults)")
+
+
+def rule_sentence(policy: Policy, name: str, tool: ToolName) -> str:
+    """The rule, filters and pin one label or type is held to under ``tool``, as ``policy show`` words them."""
+    sc = policy.scope
+    rule = sc.nodes.get(name) or sc.relationships.get(name) or sc.default
+    if rule.kind == "public":
+        parts = ["visible to every caller"]
+    elif rule.kind == "denied":
+        parts = ["never visible"]
+    else:
+        parts = [f"visible when {_holds(policy, rule, 'its')}" + (f" (path {rule.path})" if rule.path else "")]
+    for f in sc.filters.get(name, ()):
+        if tool in f.tools:
+            parts.append(
+                f"only when it has no {f.property}" if f.absent else f"only when its {f.property} is {f.equals!r}"
+            )
+    pin = policy.tool(tool).pins.get(name)
+    if pin is not None:
+        parts.append(f"only when its {pin.property} equals the request's ${pin.parameter}")
+    return ", ".join(parts)
+
+
+def _review_inputs(args: argparse.Namespace) -> tuple[Any, Policy, dict[str, Any]]:
+    """The settings, the policy and the parameters ``explain`` and ``matrix`` read (SetupError, ValueError)."""
+    params = json.loads(args.params)
+    if not isinstance(params, dict):
+        raise ValueError("--params must be a JSON object")
+    overrides = {"policy_file": args.policy} if args.policy is not None else {}
+    settings = load_settings(args.config, **overrides)
+    return settings, load_policy(settings.policy_file), params
+
+
+def _handle_explain(args: argparse.Namespace) -> int:
+    from gateway import scope_survey
+    from gateway.ops import policy_review
+
+    try:
+        settings, policy, params = _review_inputs(args)
+        principal = policy_review.parse_principal(args.principal)
+        ref = policy_review.ElementRef.parse(args.element)
+        with scope_survey.operator_reads(settings) as run:
+            found = policy_review.explain(policy, run, principal, ref, args.tool, params)
+    except (SetupError, ValueError, scope_survey.SurveyFailed) as exc:
+        return _usage_error(str(exc))
+    print(policy_review.render_explanation(found))
+    return EXIT_ALLOWED if found.visible else EXIT_INVALID_POLICY
+
+
+def _handle_matrix(args: argparse.Namespace) -> int:
+    from gateway import scope_survey
+    from gateway.ops import policy_review
+
+    try:
+        settings, policy, params = _review_inputs(args)
+        principals = [policy_review.parse_principal(spec) for spec in args.principal]
+        if args.fixture is not None:
+            policy_review.seed_fixture(settings, args.fixture)
+        with scope_survey.operator_reads(settings) as run:
+            found = policy_review.matrix(policy, run, principals, args.tool, params)
+    except (SetupError, ValueError, scope_survey.SurveyFailed) as exc:
+        return _usage_error(str(exc))
+    print(policy_review.render_matrix(found))
+    if args.html is not None:
+        args.html.write_text(policy_review.matrix_html(found, policy.name, principals), encoding="utf-8")
+        print(f"\nwritten: {args.html}")
     return EXIT_ALLOWED
 
 

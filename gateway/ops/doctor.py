@@ -6,8 +6,9 @@ principal sources supply what the policy reads; with OAuth, the issuer, its keys
 resource metadata: gateway.ops.identity_check), Docker, the
 sandbox image, Neo4j's address, then a live sandbox: it starts, one read query goes
 through the real pool, forwarder and credentials (TLS included), the policy's scope is
-held against the graph (its property must occur, the names it lists must exist; per label
-and type, how many elements it hides), and the egress probe runs in the same box.
+held against the graph (its property must occur, the labels, types and properties it names
+must exist, near-misses named; per label and type, how many elements it hides, when its
+rules read the scope property; ``gateway.policy_fit``), and the egress probe runs in the same box.
 Exit 0 only when every check holds; ``--json`` prints the same report as one object.
 
 The doctor starts its own small runner (one warm sandbox) and removes it on the way
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from gateway import scope_survey
+from gateway import policy_fit, scope_survey
 from gateway.cli.policy import lint_warnings
 from gateway.compose import unreachable
 from gateway.config import GatewaySettings, load_settings, neo4j_connection
@@ -131,7 +132,8 @@ class Doctor:
                 str(exc), f"edit {file} (`cypher-gateway policy lint {file}` names each problem), or set policy_file "
                 "(GATEWAY_POLICY_FILE) to a valid policy"
             ) from exc  # fmt: skip
-        warnings = lint_warnings(self.policy)
+        # What fails without a graph is also said here, in case the graph check cannot run.
+        warnings = lint_warnings(self.policy) + [f.problem for f in policy_fit.static_findings(self.policy)]
         notes = f"; {len(warnings)} lint warning(s): " + "; ".join(warnings) if warnings else ", lints clean"
         return f"policy {self.policy.name!r} from {file}{notes}"
 
@@ -237,10 +239,19 @@ class Doctor:
 
     def _scope_graph(self) -> str:
         assert self.policy is not None
-        found = scope_survey.survey(self.policy, self._query)
-        if found.problems:
-            raise _Failed("; ".join(found.problems), scope_survey.FIX)
-        return f"{found.layers_property!r} is in use; {found.hidden_summary()}"
+        reads_layers = scope_survey.reads_layers(self.policy)
+        found = scope_survey.survey(self.policy, self._query, counts=reads_layers)
+        shapes = policy_fit.read_shapes(self._query)
+        # The property missing everywhere is the survey's (its first problem); the names are policy_fit's.
+        findings = [] if found.property_found else [policy_fit.Finding(problem=found.problems[0], fix=scope_survey.FIX)]
+        findings += policy_fit.static_findings(self.policy) + policy_fit.graph_findings(self.policy, shapes)
+        if findings:
+            raise _Failed("; ".join(f.problem for f in findings), policy_fit.fix_lines(findings))
+        fits = "every label, relationship type and property the policy names occurs in the graph"
+        if not reads_layers:
+            # The rules never read the scope property: its use and counts would describe nothing.
+            return fits
+        return f"{fits}; {found.layers_property!r} is in use; {found.hidden_summary()}"
 
     def _query(self, cypher: str, params: dict[str, Any]) -> list[list[Any]]:
         """One of the doctor's own reads (the operator's, unscoped) in a sandbox, or a failed check."""

@@ -169,6 +169,14 @@ class ToolRules:
             parts.insert(0, default)
         return _and(parts)
 
+    def label_condition(self, var: str, label: str) -> str:
+        """One named label's own condition (its rule, filters and pin), the part ``node`` holds for it."""
+        return self._label(var, label, 0, stated=True)
+
+    def default_condition(self, var: str) -> str:
+        """The default rule, the part ``node`` holds for a node that carries no named label."""
+        return self._rule(var, self.scope.default, 0)
+
     def _label(self, var: str, label: str, depth: int, *, stated: bool) -> str:
         parts: list[str] = []
         rule = self.scope.nodes.get(label)

@@ -114,7 +114,8 @@ def test_a_scope_property_the_graph_never_carries_fails_with_the_fix(
     scope = checks["scope vs graph"]
     assert scope["status"] == "failed", scope
     assert f"'{prop}' occurs on no node or relationship" in scope["detail"]
-    assert f"GONE_{unique}" in scope["detail"] and kind not in scope["detail"].split("exist in the graph:")[-1]
+    assert f"'GONE_{unique}' named in scope.bookkeeping_relationship_types occurs nowhere" in scope["detail"]
+    assert f"'{kind}' named in" not in scope["detail"]
     assert "set scope.layers_property to the property your graph uses, or tag elements" in scope["fix"]
 
 
@@ -139,3 +140,23 @@ def test_the_survey_counts_what_the_policy_hides_per_label_and_type(neo4j_driver
     assert by_name[("label", label)] == (5, 1, 2)
     assert by_name[("type", kind)] == (2, 1, 0)
     assert f"label {label}: 1 untagged, 2 malformed of 5" in found.hidden_summary(limit=10_000)
+
+
+def test_the_mentis_template_passes_on_the_mentis_fixture_and_says_nothing_of_layers(
+    neo4j_connection: Neo4jConnection, sandbox_image: str, tmp_path: Path
+) -> None:
+    from gateway.mnr.seed import seed_builtin
+
+    seed_builtin(neo4j_connection, "mentis")
+    init = subprocess.run([GATEWAY_CLI, "policy", "init", "--template", "mentis"], capture_output=True, text=True,
+                          timeout=60, check=True)  # fmt: skip
+    policy = tmp_path / "mentis.yaml"
+    policy.write_text(init.stdout, encoding="utf-8")
+    env = neo4j_env(neo4j_connection, GATEWAY_SANDBOX_IMAGE=sandbox_image, GATEWAY_AUDIT_PATH=str(tmp_path / "a.jsonl"),
+                    GATEWAY_POLICY_FILE=str(policy))  # fmt: skip
+    code, checks = _doctor(env, tmp_path)
+    scope = checks["scope vs graph"]
+    assert scope["status"] == "ok", scope
+    # The Mentis rules read no layers list: no line about one (in use, untagged counts).
+    assert "layers" not in scope["detail"] and "untagged" not in scope["detail"], scope
+    assert {name: c["status"] for name, c in checks.items() if c["status"] != "ok"} == {} and code == 0

@@ -6,14 +6,21 @@ property is named ``layer_ids``:
     GATEWAY_POLICY_FILE=my.yaml cypher-gateway serve          (stdio, an agent's MCP client)
     cypher-gateway mnr run --policy my.yaml my-suite/          (their own must-not-retrieve suite)
 
+and on a Mentis-shaped graph whose repositories are named by ``slug`` and hold a secret
+``apiToken``, with the mistakes such a user makes (a misspelt hidden property, ``public`` on a
+label others derive from) caught by ``doctor`` and ``policy lint --graph``, and seen by a
+reviewer through ``policy explain`` and ``policy matrix --html``.
+
 Marked ``rule_kinds``: the template is written in the rule vocabulary of decision 0018
 (per-label membership rules, ``validTo`` filters), which the policy model must accept.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +157,113 @@ def test_policy_init_lint_serve_and_an_own_suite_on_a_layer_ids_graph(
     content = result.structured_content
     assert not result.is_error, result
     assert content["rows"] == [["Ada"], ["Oslo"]] and content["degraded"] == [], content
+
+
+# The Mentis-shaped graph of a user whose repositories are named by `slug` and carry a secret.
+MENTIS_USER_GRAPH = """\
+MATCH (n:NewUserMentis) DETACH DELETE n;
+CREATE (r1:NewUserMentis:Repository {uid: 'nu-repo-api', slug: 'acme/api', apiToken: 's3cr3t-api'}),
+       (r2:NewUserMentis:Repository {uid: 'nu-repo-ops', slug: 'umbrella/ops', apiToken: 's3cr3t-ops'}),
+       (r1)-[:HAS_TASK {uid: 'nu-ht-1'}]->(t1:NewUserMentis:Task {uid: 'nu-task-1', id: 'API-1', title: 'Fix login'}),
+       (r2)-[:HAS_TASK {uid: 'nu-ht-2'}]->(t2:NewUserMentis:Task {uid: 'nu-task-2', id: 'OPS-1', title: 'Rotate'}),
+       (t1)-[:HAS_ATTEMPT {uid: 'nu-ha-1'}]->(:NewUserMentis:Attempt {uid: 'nu-att-1', action: 'a', embedding: [0.1]}),
+       (t2)-[:HAS_CONCLUSION {uid: 'nu-hc-2'}]->(:NewUserMentis:Conclusion {uid: 'nu-con-2', inference: 'i',
+                                                                           embedding: [0.2]});
+"""
+DERIVED_TASK = 'Task: {kind: derived, path: "(x)<-[:HAS_TASK]-(anchor:Repository)"}'
+
+
+class _Cells(HTMLParser):
+    """The matrix page's table: row header -> its cells' text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.counts: dict[tuple[str, int], tuple[int, int]] = {}  # (row header, column) -> (visible, total)
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th") and self.rows:
+            self.rows[-1].append("")
+            found = dict(attrs)
+            if found.get("data-visible") is not None:
+                key = (self.rows[-1][0], len(self.rows[-1]) - 1)
+                self.counts[key] = (int(found["data-visible"] or 0), int(found["data-total"] or 0))
+
+    def handle_data(self, data: str) -> None:
+        if self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+def test_a_mentis_user_s_misspelt_secret_and_public_task_are_caught_before_they_ship(
+    tmp_path: Path, neo4j_connection: Neo4jConnection, neo4j_driver: Any, sandbox_image: str
+) -> None:
+    env = neo4j_env(neo4j_connection, GATEWAY_SANDBOX_IMAGE=sandbox_image, GATEWAY_AUDIT_PATH=str(tmp_path / "a.jsonl"))
+    init = _cli(["policy", "init", "--template", "mentis", "--scope-property", "slug"], env, tmp_path)
+    assert init.returncode == 0, init.stderr
+    assert "its name" not in init.stdout and "CONTRADICTS" not in init.stdout
+    assert DERIVED_TASK in init.stdout
+    # The user's two mistakes: the secret's key misspelt, and tasks opened to every caller.
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        init.stdout.replace("  Attempt: [embedding]\n", "  Repository: [api_token]\n  Attempt: [embedding]\n", 1)
+        .replace(DERIVED_TASK, "Task: {kind: public}", 1)
+    )  # fmt: skip
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(
+        init.stdout.replace("  Attempt: [embedding]\n", "  Repository: [apiToken]\n  Attempt: [embedding]\n", 1)
+    )
+    graph = tmp_path / "graph.cypher"
+    graph.write_text(MENTIS_USER_GRAPH)
+    try:
+        # The matrix seeds the user's graph itself (--fixture) and shows both leaks to a reviewer.
+        page = tmp_path / "matrix.html"
+        shown = _cli(["policy", "matrix", "--policy", str(broken), "--fixture", str(graph), "--html", str(page),
+                      "--principal", "ci:repositories=acme/api", "--principal", "nobody"], env, tmp_path)  # fmt: skip
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        cells = _Cells()
+        cells.feed(page.read_text(encoding="utf-8"))
+        assert "script" not in cells.tags
+        rows = {row[0]: row[1:] for row in cells.rows}
+        assert rows["label / type"] == ["ci", "nobody"]
+        # Every task, to a caller with no repositories at all; and the token, to the repository's own caller.
+        visible, total = cells.counts[("label Task", 2)]
+        assert visible == total >= 2, cells.counts
+        assert cells.counts[("label Repository", 2)][0] == 0
+        assert "apiToken" in rows["label Repository"][0], rows["label Repository"]
+
+        doctor = _cli(["doctor", "--json"], {**env, "GATEWAY_POLICY_FILE": str(broken)}, tmp_path)
+        assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+        scope = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}["scope vs graph"]
+        assert scope["status"] == "failed", scope
+        assert "hidden_properties.Repository names 'api_token', which no Repository carries" in scope["detail"]
+        assert "write 'apiToken' for 'api_token' in hidden_properties.Repository" in scope["fix"]
+        assert (
+            "scope.nodes.Task is public, and Attempt, Conclusion derive their visibility from Task" in scope["detail"]
+        )
+        assert "'layers'" not in scope["detail"]
+
+        lint = _cli(["policy", "lint", "--graph", str(broken)], env, tmp_path)
+        assert lint.returncode == 1, lint.stdout + lint.stderr
+        assert "fix: write 'apiToken' for 'api_token' in hidden_properties.Repository" in lint.stdout
+        assert "problem: scope.nodes.Task is public" in lint.stdout
+
+        doctor = _cli(["doctor", "--json"], {**env, "GATEWAY_POLICY_FILE": str(fixed)}, tmp_path)
+        scope = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}["scope vs graph"]
+        assert scope["status"] == "ok" and "layers" not in scope["detail"], scope
+
+        explain = _cli(["policy", "explain", "--policy", str(fixed), "--principal", "ci:repositories=acme/api",
+                        "--element", "Conclusion:uid=nu-con-2"], env, tmp_path)  # fmt: skip
+        assert explain.returncode == 1, explain.stdout + explain.stderr
+        assert "NOT visible; decided by: derived anchor chain" in explain.stdout
+        assert "its Task's Repository's slug is one of the caller's repositories" in explain.stdout
+        assert (
+            "its anchor chain Conclusion -> Task -> Repository reaches 1 Repository whose slug is 'umbrella/ops'"
+            in (explain.stdout)
+        )
+    finally:
+        with neo4j_driver.session(database=neo4j_connection.database) as db:
+            db.run("MATCH (n:NewUserMentis) DETACH DELETE n").consume()
