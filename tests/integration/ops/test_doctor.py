@@ -152,8 +152,9 @@ def test_the_mentis_template_passes_on_the_mentis_fixture_and_says_nothing_of_la
                           timeout=60, check=True)  # fmt: skip
     policy = tmp_path / "mentis.yaml"
     policy.write_text(init.stdout, encoding="utf-8")
+    # The Mentis rules read `repositories`: a principal source must supply it (doctor's identity check).
     env = neo4j_env(neo4j_connection, GATEWAY_SANDBOX_IMAGE=sandbox_image, GATEWAY_AUDIT_PATH=str(tmp_path / "a.jsonl"),
-                    GATEWAY_POLICY_FILE=str(policy))  # fmt: skip
+                    GATEWAY_POLICY_FILE=str(policy), GATEWAY_STDIO_ATTRIBUTES="repositories=acme/payments")  # fmt: skip
     code, checks = _doctor(env, tmp_path)
     scope = checks["scope vs graph"]
     assert scope["status"] == "ok", scope
