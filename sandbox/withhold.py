@@ -9,7 +9,8 @@ the value could reach an answer; this removes it there.
 A hidden key weighs nothing. While rows are read (``RowCollector``), the serializers ask
 ``Withholding.split`` which of an element's properties to take from the driver's object, before
 any value is sized or converted: a hidden value is never measured, converted nor counted, so
-neither the byte limit, ``bytes``, ``truncated`` nor the time spent says how large it is. The
+neither the byte limit, ``bytes`` nor ``truncated`` says how large it is, and no work past the
+driver's own decoding is spent on it. The
 hidden keys the result check reads (the scope's property, a rule's, a filter's) are set aside,
 put back only once the row has been measured, and removed again after the check by the second
 pass: ``apply`` over the tagged JSON of ``sandbox/wire.py`` (standard library only, like the
