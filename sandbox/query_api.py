@@ -28,7 +28,7 @@ from sandbox.serialize import JsonValue, RowCollector
 from sandbox.tagged import TYPE_KEY
 from sandbox.tls import context_or_error, tls_failure
 from sandbox.wire import Notification, SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
-from sandbox.withhold import Withholding
+from sandbox.withhold import PropertiesOf, Withholding
 
 TYPED_JSON = "application/vnd.neo4j.query"
 # Reading more than this many times the byte limit means the rows cannot fit anyway.
@@ -53,23 +53,33 @@ def build_request(config: SandboxConfig, job: SandboxJob, statement: str) -> htt
     return httpx.Request("POST", url, headers=headers, content=json.dumps(body).encode())
 
 
-def _props(value: dict[str, Any]) -> dict[str, JsonValue]:
-    return {k: from_typed(v) for k, v in (value or {}).items()}
+def _props(value: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
+    return {k: from_typed(v, shown) for k, v in (value or {}).items()}
 
 
-def _node(v: dict[str, Any]) -> dict[str, JsonValue]:
-    return {TYPE_KEY: "node", "elementId": v.get("_element_id"), "labels": sorted(v.get("_labels", [])),
-            "properties": _props(v.get("_properties", {}))}  # fmt: skip
+def _element_props(owners: list[Any], value: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
+    if shown is None:
+        return _props(value, None)
+    return shown(owners, value or {}, lambda v: from_typed(v, shown))
 
 
-def _rel(v: dict[str, Any]) -> dict[str, JsonValue]:
+def _node(v: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
+    labels = v.get("_labels", [])
+    return {TYPE_KEY: "node", "elementId": v.get("_element_id"), "labels": sorted(labels),
+            "properties": _element_props(labels, v.get("_properties", {}), shown)}  # fmt: skip
+
+
+def _rel(v: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
     return {TYPE_KEY: "relationship", "elementId": v.get("_element_id"), "type": v.get("_type"),
             "startElementId": v.get("_start_node_element_id"), "endElementId": v.get("_end_node_element_id"),
-            "properties": _props(v.get("_properties", {}))}  # fmt: skip
+            "properties": _element_props([v.get("_type")], v.get("_properties", {}), shown)}  # fmt: skip
 
 
-def from_typed(value: Any) -> JsonValue:
-    """Neo4j's typed JSON ({"$type": "Integer", "_value": "1"}) -> our tagged JSON."""
+def from_typed(value: Any, shown: PropertiesOf | None = None) -> JsonValue:
+    """Neo4j's typed JSON ({"$type": "Integer", "_value": "1"}) -> our tagged JSON.
+
+    ``shown``: converts an element's properties, leaving hidden ones out; None shows them all.
+    """
     if not isinstance(value, dict) or "$type" not in value:
         return value
     kind: str = value["$type"]
@@ -84,9 +94,9 @@ def from_typed(value: Any) -> JsonValue:
         f = float(v)
         return f if f == f and f not in (float("inf"), float("-inf")) else {TYPE_KEY: "float", "value": v}
     if kind == "List":
-        return [from_typed(x) for x in v]
+        return [from_typed(x, shown) for x in v]
     if kind == "Map":
-        mapped = _props(v)
+        mapped = _props(v, shown)
         return {TYPE_KEY: "map", "value": mapped} if TYPE_KEY in mapped else mapped
     if kind == "Base64":
         return {TYPE_KEY: "bytes", "base64": v}
@@ -104,12 +114,12 @@ def from_typed(value: Any) -> JsonValue:
             out["z"] = numbers[2]
         return out
     if kind == "Node":
-        return _node(v)
+        return _node(v, shown)
     if kind == "Relationship":
-        return _rel(v)
+        return _rel(v, shown)
     if kind == "Path":
-        return {TYPE_KEY: "path", "nodes": [_node(x["_value"]) for x in v if x.get("$type") == "Node"],
-                "relationships": [_rel(x["_value"]) for x in v if x.get("$type") == "Relationship"]}  # fmt: skip
+        return {TYPE_KEY: "path", "nodes": [_node(x["_value"], shown) for x in v if x.get("$type") == "Node"],
+                "relationships": [_rel(x["_value"], shown) for x in v if x.get("$type") == "Relationship"]}  # fmt: skip
     return {TYPE_KEY: "unknown", "repr": json.dumps(value)[:200]}
 
 

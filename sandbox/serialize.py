@@ -6,6 +6,9 @@ Tagged objects follow the table in ``sandbox/wire.py``.
 Neo4j's element ids never leave the sandbox: ``ElementTokens`` replaces them with
 tokens local to one answer (the ids' gaps count elements the caller cannot see).
 
+Hidden properties (``sandbox/withhold.py``) are left out as each element is converted, taken
+from the driver's object key by key: a hidden value is never sized nor converted.
+
 Why a budget walk before encoding: a single record may hold a 10 MB string.
 Encoding it only to learn it does not fit would double the memory it costs;
 instead a cheap lower bound (characters count at least one byte each) is
@@ -26,25 +29,34 @@ from neo4j.time import Date, DateTime, Duration, Time
 
 from sandbox.tagged import TYPE_KEY
 from sandbox.wire import Truncation
-from sandbox.withhold import Withholding
+from sandbox.withhold import PropertiesOf, Withholding
+
+# Neo4j's typed JSON (the Query API's answer) tags its elements so.
+TYPED_ELEMENTS = ("Node", "Relationship")
 
 JsonValue = Any  # None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]
+# A conversion of one value that leaves hidden properties out (``RowCollector``), or shows all.
+Convert = Callable[[Any, PropertiesOf | None], JsonValue]
 
 
-def _properties(entity: Node | Relationship) -> dict[str, JsonValue]:
-    return {key: to_json(value) for key, value in entity.items()}
+def all_properties(_owners: Iterable[str], properties: Mapping[str, Any], convert: Callable[[Any], Any]) -> JsonValue:
+    return {key: convert(value) for key, value in properties.items()}
 
 
-def _node(node: Node) -> dict[str, JsonValue]:
+def _properties(owners: Iterable[str], entity: Node | Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+    return (shown or all_properties)(owners, entity, lambda value: to_json(value, shown))
+
+
+def _node(node: Node, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     return {
         TYPE_KEY: "node",
         "elementId": node.element_id,
         "labels": sorted(node.labels),
-        "properties": _properties(node),
+        "properties": _properties(node.labels, node, shown),
     }
 
 
-def _relationship(rel: Relationship) -> dict[str, JsonValue]:
+def _relationship(rel: Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     start, end = rel.start_node, rel.end_node
     return {
         TYPE_KEY: "relationship",
@@ -52,7 +64,7 @@ def _relationship(rel: Relationship) -> dict[str, JsonValue]:
         "type": rel.type,
         "startElementId": start.element_id if start is not None else None,
         "endElementId": end.element_id if end is not None else None,
-        "properties": _properties(rel),
+        "properties": _properties((rel.type,), rel, shown),
     }
 
 
@@ -121,22 +133,25 @@ def _point(value: Point) -> dict[str, JsonValue]:
     return out
 
 
-def to_json(value: Any) -> JsonValue:
-    """One Neo4j value as JSON (tagged objects for graph, temporal, spatial and bytes values)."""
+def to_json(value: Any, shown: PropertiesOf | None = None) -> JsonValue:
+    """One Neo4j value as JSON (tagged objects for graph, temporal, spatial and bytes values).
+
+    ``shown``: converts an element's properties, leaving hidden ones out; None shows them all.
+    """
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         # JSON has no NaN or infinities; Cypher does.
         return value if math.isfinite(value) else {TYPE_KEY: "float", "value": repr(value)}
     if isinstance(value, Node):
-        return _node(value)
+        return _node(value, shown)
     if isinstance(value, Relationship):
-        return _relationship(value)
+        return _relationship(value, shown)
     if isinstance(value, Path):
         return {
             TYPE_KEY: "path",
-            "nodes": [_node(n) for n in value.nodes],
-            "relationships": [_relationship(r) for r in value.relationships],
+            "nodes": [_node(n, shown) for n in value.nodes],
+            "relationships": [_relationship(r, shown) for r in value.relationships],
         }
     if isinstance(value, Date | Time | DateTime):
         return _temporal(value)
@@ -147,17 +162,21 @@ def to_json(value: Any) -> JsonValue:
     if isinstance(value, bytes | bytearray):
         return {TYPE_KEY: "bytes", "base64": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, Mapping):
-        mapped = {str(k): to_json(v) for k, v in value.items()}
+        mapped = {str(k): to_json(v, shown) for k, v in value.items()}
         # A user map with a "$type" key would be read as one of our tagged values: wrap it.
         return {TYPE_KEY: "map", "value": mapped} if TYPE_KEY in mapped else mapped
     if isinstance(value, list | tuple):
-        return [to_json(v) for v in value]
+        return [to_json(v, shown) for v in value]
     # An unknown driver type is reported, not dropped: the result stays honest.
     return {TYPE_KEY: "unknown", "repr": repr(value)[:200]}
 
 
-def min_size(value: Any, budget: int) -> int:
-    """A cheap lower bound on the encoded size of ``value``; stops counting once past ``budget``."""
+def min_size(value: Any, budget: int, withholding: Withholding | None = None) -> int:
+    """A cheap lower bound on the encoded size of ``value``; stops counting once past ``budget``.
+
+    Hidden properties (``withholding``) are not counted: a driver's element, or an element of
+    Neo4j's typed JSON (the Query API's), counts only the values it shows.
+    """
     total = 0
     stack = [value]
     while stack and total <= budget:
@@ -167,7 +186,13 @@ def min_size(value: Any, budget: int) -> int:
         elif isinstance(item, bytes | bytearray):
             total += (len(item) * 4) // 3
         elif isinstance(item, Node | Relationship):
-            stack.extend(item.values())
+            owners: Iterable[str] = item.labels if isinstance(item, Node) else (item.type,)
+            stack.extend(withholding.split(owners, item)[0].values() if withholding is not None else item.values())
+            total += 2
+        elif withholding is not None and isinstance(item, Mapping) and item.get(TYPE_KEY) in TYPED_ELEMENTS:
+            element = item.get("_value") or {}
+            owners = (element.get("_labels") or []) if item[TYPE_KEY] == "Node" else [str(element.get("_type"))]
+            stack.extend(withholding.split(owners, element.get("_properties") or {})[0].values())
             total += 2
         elif isinstance(item, Path):
             stack.extend(item.nodes)
@@ -242,46 +267,78 @@ def encode(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class HeldBack:
+    """One row's conversion under hidden properties: hidden values are never converted.
+
+    The hidden values the result check reads are set aside and put back (``restore``) only
+    once the row has been measured: the check sees them, no byte count ever includes them.
+    """
+
+    def __init__(self, withholding: Withholding) -> None:
+        self.withholding = withholding
+        self._held: list[tuple[dict[str, JsonValue], dict[str, Any], Callable[[Any], JsonValue]]] = []
+
+    def properties(
+        self, owners: Iterable[str], properties: Mapping[str, Any], convert: Callable[[Any], JsonValue]
+    ) -> dict[str, JsonValue]:
+        shown, held = self.withholding.split(owners, properties)
+        out = {key: convert(value) for key, value in shown.items()}
+        if held:
+            self._held.append((out, held, convert))
+        return out
+
+    def restore(self) -> None:
+        for out, held, convert in self._held:
+            out.update((key, convert(value)) for key, value in held.items())
+        self._held.clear()
+
+
 def row_json(
-    values: Iterable[Any], budget: int, convert: Callable[[Any], JsonValue] = to_json
+    values: Iterable[Any], budget: int, convert: Convert = to_json, withholding: Withholding | None = None
 ) -> tuple[list[JsonValue], int] | None:
-    """A record's values as JSON and their encoded size, or None when they cannot fit in ``budget``."""
+    """A record's values as JSON and their encoded size, or None when they cannot fit in ``budget``.
+
+    Neither the size nor the budget walk counts a hidden property (``withholding``); the hidden
+    values the result check reads are in the row returned, outside its size.
+    """
     raw = list(values)
-    if min_size(raw, budget) > budget:
+    if min_size(raw, budget, withholding) > budget:
         return None
-    row = [convert(v) for v in raw]
+    held = HeldBack(withholding) if withholding is not None else None
+    row = [convert(v, held.properties if held is not None else None) for v in raw]
     size = len(encode(row).encode("utf-8"))
     if size > budget:
         return None
+    if held is not None:
+        held.restore()
     return row, size
 
 
 class RowCollector:
     """Accepts rows until ``max_rows`` or ``max_bytes`` (of the encoded rows array) would be passed.
 
-    ``bytes`` counts exactly what ``encode(rows)`` would produce, brackets and commas included.
-    ``withholding``: the hidden properties removed from each row before it is measured.
+    ``bytes`` counts exactly what ``encode(rows)`` would produce once the hidden properties are
+    gone, brackets and commas included. ``withholding``: the hidden properties, left out of each
+    row as it is converted (those the result check reads are in ``rows`` until it has run).
     """
 
     def __init__(
         self,
         max_rows: int,
         max_bytes: int,
-        convert: Callable[[Any], JsonValue] = to_json,
+        convert: Convert = to_json,
         withholding: Withholding | None = None,
     ) -> None:
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.element_tokens = ElementTokens()
 
-        def converted(value: Any) -> JsonValue:
-            # Hidden properties go before the row is measured: the byte limit counts what is returned.
-            out = convert(value)
-            if withholding is not None:
-                withholding.apply(out)
-            return self.element_tokens.apply(out)
+        def converted(value: Any, shown: PropertiesOf | None) -> JsonValue:
+            # Tokens before the row is measured: the byte limit counts what is returned.
+            return self.element_tokens.apply(convert(value, shown))
 
-        self.convert: Callable[[Any], JsonValue] = converted
+        self.convert: Convert = converted
+        self.withholding = withholding
         self.rows: list[list[JsonValue]] = []
         self.bytes = 2  # "[]"
         self.truncation: Truncation | None = None
@@ -293,7 +350,7 @@ class RowCollector:
             return False
         separator = 1 if self.rows else 0
         budget = self.max_bytes - self.bytes - separator
-        fitted = row_json(values, budget, self.convert) if budget > 0 else None
+        fitted = row_json(values, budget, self.convert, self.withholding) if budget > 0 else None
         if fitted is None:
             self.truncation = "bytes"
             return False

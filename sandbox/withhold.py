@@ -6,22 +6,31 @@ column, a list, a map, a path. The guard refuses every query that names such a k
 properties it does not name (``gateway/guard/hidden.py``), so a whole element is the only way
 the value could reach an answer; this removes it there.
 
-Two passes over the tagged JSON of ``sandbox/wire.py`` (standard library only, like the result
-check). While rows are read (``RowCollector``), so the byte limit counts what is returned (a
-1,024-float embedding per node would otherwise fill an answer): every hidden key except those the
-result check still reads (the scope's property). After the result check, every hidden key, and
-the count the answer carries: how many elements of the final rows belong to a label or type that
-hides properties (they are shown without them). Counted over the final rows only, so the count
-says nothing about rows the result check dropped.
+A hidden key weighs nothing. While rows are read (``RowCollector``), the serializers ask
+``Withholding.split`` which of an element's properties to take from the driver's object, before
+any value is sized or converted: a hidden value is never measured, converted nor counted, so
+neither the byte limit, ``bytes`` nor ``truncated`` says how large it is, and no work past the
+driver's own decoding is spent on it. The
+hidden keys the result check reads (the scope's property, a rule's, a filter's) are set aside,
+put back only once the row has been measured, and removed again after the check by the second
+pass: ``apply`` over the tagged JSON of ``sandbox/wire.py`` (standard library only, like the
+result check), which also gives the count the answer carries: how many elements of the final rows
+belong to a label or type that hides properties (they are shown without them). Counted over the
+final rows only, so the count says nothing about rows the result check dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, TypeVar
 
 from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import SandboxJob, ScopeCheck
+
+V = TypeVar("V")
+# A serializer's conversion of one element's properties: (labels or [type], the driver's property
+# map, the conversion of one value) -> the JSON properties shown.
+PropertiesOf = Callable[[Iterable[str], Mapping[str, Any], Callable[[Any], Any]], dict[str, Any]]
 
 
 class Withholding:
@@ -37,6 +46,7 @@ class Withholding:
             lowered = owner.lower()
             self.hidden[lowered] = self.hidden.get(lowered, frozenset()) | {k.lower() for k in keys}
         self.keep = frozenset(k.lower() for k in keep)
+        self._by_owners: dict[frozenset[str], frozenset[str]] = {}
 
     @classmethod
     def while_reading(cls, job: SandboxJob) -> Withholding | None:
@@ -46,6 +56,31 @@ class Withholding:
         # Every property the result check (sandbox/scope_check.py) reads must survive until it has
         # run: the layers property, every rule's property, every filter's and pin's.
         return cls(job.hidden_properties, _read_by_the_check(job.scope) if job.scope is not None else [])
+
+    def hidden_keys(self, owners: Iterable[str]) -> frozenset[str]:
+        """The (lower-case) keys hidden on an element of these labels, or of this type."""
+        key = owners if isinstance(owners, frozenset) else frozenset(owners)
+        found = self._by_owners.get(key)
+        if found is None:
+            found = self._by_owners[key] = frozenset().union(
+                *(self.hidden.get(owner.lower(), frozenset()) for owner in key if isinstance(owner, str))
+            )
+        return found
+
+    def split(self, owners: Iterable[str], properties: Mapping[str, V]) -> tuple[dict[str, V], dict[str, V]]:
+        """(the properties shown, the hidden ones the result check reads); every other hidden key is left behind."""
+        hidden = self.hidden_keys(owners)
+        if not hidden:
+            return dict(properties), {}
+        shown: dict[str, V] = {}
+        held: dict[str, V] = {}
+        for key, value in properties.items():
+            lowered = key.lower()
+            if lowered not in hidden:
+                shown[key] = value
+            elif lowered in self.keep:
+                held[key] = value
+        return shown, held
 
     def apply(self, value: Any) -> tuple[int, int]:
         """Remove hidden keys from ``value`` in place: (elements of a hiding label or type, keys removed)."""

@@ -34,7 +34,7 @@ def test_element_ids_become_tokens_local_to_the_answer() -> None:
         [[{"k": _node(b)}]],
         _rel("5:db:4", b, "4:db:8"),  # an endpoint outside the answer still gets a token
     ]
-    collector = RowCollector(max_rows=10, max_bytes=10_000, convert=lambda value: value)
+    collector = RowCollector(max_rows=10, max_bytes=10_000, convert=lambda value, _shown: value)
     assert collector.add(row)
     (out,) = collector.rows
     assert out[0]["elementId"] == "n1" and out[0]["properties"] == {"elementId": a}  # a property stays as stored

@@ -48,18 +48,36 @@ def test_labels_types_and_keys_match_as_the_guard_matches_them() -> None:
     assert rows[0][0]["properties"] == {"uid": "x"}
 
 
+def _typed(value: Any) -> Any:
+    """``value`` in Neo4j's typed JSON (the Query API's), as the sandbox reads it off the wire."""
+    if isinstance(value, str):
+        return {"$type": "String", "_value": value}
+    if isinstance(value, float):
+        return {"$type": "Float", "_value": repr(value)}
+    return {"$type": "List", "_value": [_typed(item) for item in value]}
+
+
+def _typed_node(labels: list[str], **props: Any) -> dict[str, Any]:
+    return {"$type": "Node", "_value": {"_element_id": "4:x:1", "_labels": labels,
+                                        "_properties": {k: _typed(v) for k, v in props.items()}}}  # fmt: skip
+
+
 def test_the_first_pass_keeps_what_the_result_check_reads_and_the_last_removes_it() -> None:
     from sandbox.main import handle
+    from sandbox.query_api import from_typed
+
+    measured: list[int] = []
 
     class Backend:
         warm_error = None
         derived_visible: frozenset[str] = frozenset()
 
         def run(self, job: SandboxJob) -> SandboxResult:
-            collector = RowCollector(job.max_rows, job.max_bytes, convert=lambda v: v,
+            collector = RowCollector(job.max_rows, job.max_bytes, convert=from_typed,
                                      withholding=Withholding.while_reading(job))  # fmt: skip
             for layers in ([], ["other"], ["mine"]):
-                collector.add([_node(["Attempt"], layers=layers, embedding=EMBEDDING, uid=str(layers))])
+                collector.add([_typed_node(["Attempt"], layers=layers, embedding=EMBEDDING, uid=str(layers))])
+            measured.append(collector.bytes)
             return SandboxResult(query_id=job.query_id, ok=True, columns=["a"], rows=collector.rows,
                                  row_count=len(collector.rows), bytes=collector.bytes)  # fmt: skip
 
@@ -73,6 +91,32 @@ def test_the_first_pass_keeps_what_the_result_check_reads_and_the_last_removes_i
     assert result.redacted == 1 and result.withheld == 2
     assert [row[0]["properties"] for row in result.rows] == [{"uid": "[]"}, {"uid": "['mine']"}]
     assert result.bytes == len(encode(result.rows).encode())
+    # While reading, the layers the check still needed were in the rows but not in their size.
+    shown = [[{"$type": "node", "elementId": f"n{i}", "labels": ["Attempt"], "properties": {"uid": uid}}]
+             for i, uid in enumerate(("[]", "['other']", "['mine']"), start=1)]  # fmt: skip
+    assert measured == [len(encode(shown).encode())]
+
+
+def test_a_hidden_value_is_neither_sized_nor_converted() -> None:
+    """The budget walk and the conversion never reach a hidden value: only the shown keys are read."""
+    from sandbox.query_api import from_typed
+
+    class Untouchable(dict[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            raise AssertionError("a hidden value was read")
+
+        def items(self) -> Any:
+            raise AssertionError("a hidden value was walked")
+
+        def values(self) -> Any:
+            raise AssertionError("a hidden value was sized")
+
+    node = _typed_node(["Attempt"], uid="a-1")
+    node["_value"]["_properties"]["embedding"] = Untouchable({"$type": "List", "_value": []})
+    collector = RowCollector(10, 2_000, convert=from_typed, withholding=Withholding(HIDDEN))
+    assert collector.add([node, {"$type": "List", "_value": [node]}])
+    assert collector.rows[0][0]["properties"] == {"uid": "a-1"}
+    assert collector.bytes == len(encode(collector.rows).encode())
 
 
 def test_the_first_pass_keeps_every_property_a_visibility_rule_reads() -> None:
