@@ -69,6 +69,17 @@ def _and(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
 
 
+# Label tests are written one label each: Neo4j refuses a query that mixes label expression
+# symbols (`n:A|B`) with the colon conjunction an agent may write (`(n:A:B)`).
+def _any_of(var: str, labels: list[str]) -> str:
+    tests = " OR ".join(f"{var}:{quote(label)}" for label in labels)
+    return f"({tests})" if len(labels) > 1 else tests
+
+
+def _none_of(var: str, labels: list[str]) -> str:
+    return " AND ".join(f"NOT {var}:{quote(label)}" for label in labels)
+
+
 @dataclass(frozen=True)
 class _Derived:
     """A derived path with ``x`` and ``anchor`` cut out, so each use renames them."""
@@ -159,18 +170,18 @@ class ToolRules:
         # Labels ruled exactly like the default share its one predicate (written once below).
         shared = self._shared()
         parts: list[str] = []
-        absent: list[str] = []  # labels the node must not carry: one label expression for all
+        absent: list[str] = []  # labels the node must not carry
         for label in conditioned:
             stated = label in labels
             condition = self._label(var, label, depth, stated=stated, chained=chained, own_rule=label not in shared)
             if stated or condition == TRUE:
                 parts.append(condition)
             elif condition == FALSE:
-                absent.append(quote(label))
+                absent.append(label)
             else:
                 parts.append(f"(NOT {var}:{quote(label)} OR {condition})")
         if absent:
-            parts.insert(0, f"NOT {var}:{'|'.join(absent)}")
+            parts.insert(0, _none_of(var, absent))
         default = self._default(var, labels, depth, named, shared)
         if default is not None:
             parts.insert(0, default)
@@ -195,14 +206,13 @@ class ToolRules:
         if labels & named:
             if not shared:
                 return None
-            carries_shared = f"{var}:{'|'.join(quote(label) for label in sorted(shared))}"
-            return f"(NOT {carries_shared} OR {self._rule(var, self.scope.default, depth)})"
+            return f"({_none_of(var, sorted(shared))} OR {self._rule(var, self.scope.default, depth)})"
         default = self._rule(var, self.scope.default, depth)
         if not others or default == TRUE:
             return default
-        exempt = f"{var}:{'|'.join(quote(label) for label in others)}"
+        exempt = _any_of(var, others)
         if shared:
-            exempt = f"({exempt} AND NOT {var}:{'|'.join(quote(label) for label in sorted(shared))})"
+            exempt = f"({exempt} AND {_none_of(var, sorted(shared))})"
         return exempt if default == FALSE else f"({exempt} OR {default})"
 
     def _label(
