@@ -6,17 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from gateway.connection import Neo4jConnection
 from gateway.domain import Principal
 from gateway.mnr import seed
-from gateway.policy import POLICIES_DIR, load_policy
+from gateway.policy import POLICIES_DIR, Policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 
 pytestmark = pytest.mark.neo4j2026
 
-MENTIS = load_policy(POLICIES_DIR / "mentis.yaml")
+# The shipped policy with a longer time limit: under derived rules Neo4j plans the scoped text for
+# up to seconds on a loaded two-core machine (docs/benchmarks.md); these tests are about the answer.
+_RAW = yaml.safe_load((POLICIES_DIR / "mentis.yaml").read_text(encoding="utf-8"))
+_RAW["tools"]["analyze"]["limits"] = {**_RAW["tools"]["analyze"]["limits"], "timeout_seconds": 30}
+MENTIS_PATIENT = Policy.model_validate(_RAW)
 PAYMENTS = Principal(name="payments", attributes={"repositories": frozenset({"acme/payments"})})
 
 # The shortest paths from the payments repository to each of its tasks (one hop each); the
@@ -46,7 +51,7 @@ def mentis(neo4j_connection: Neo4jConnection) -> None:
 def test_shortest_path_with_a_condition_on_the_path_answers_like_the_visible_graph(
     sandbox_runner: SandboxRunner, mentis: None
 ) -> None:
-    result = Gateway(MENTIS, sandbox_runner).run("analyze", SHORTEST_WITH_PATH_CONDITION, {}, PAYMENTS)
+    result = Gateway(MENTIS_PATIENT, sandbox_runner).run("analyze", SHORTEST_WITH_PATH_CONDITION, {}, PAYMENTS)
     assert result.rows == [[2]]
 
 
