@@ -51,6 +51,7 @@ from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
 # select nothing (ALL). GQL ANY / SHORTEST k / ALL SHORTEST / … GROUPS select paths *before* the
 # MATCH's WHERE filters them; for those, ``scope_selected_path`` puts the predicate inside the
 # parenthesised path pattern, which Neo4j applies before it selects (measured on 5.26 and 2026.x).
+SHORTEST_PATH_FUNCTIONS = frozenset({"shortestPath", "allShortestPaths"})
 SCOPABLE_SELECTORS: frozenset[str | None] = frozenset(
     {None, "shortestPath", "allShortestPaths", "ALL", "ALL PATH", "ALL PATHS"}
 )
@@ -323,6 +324,8 @@ class _Owner:
     rel_lists: dict[str, frozenset[str]] = field(default_factory=dict)
     paths: dict[str, bool] = field(default_factory=dict)  # path name -> has relationships
     whole: list[str] = field(default_factory=list)  # paths checked as a whole (at the root)
+    # Paths of shortestPath()/allShortestPaths(): their predicate is written once (see _finish).
+    shortest: set[str] = field(default_factory=set)
     waits_for_path: dict[str, str] = field(default_factory=dict)  # a list variable -> its path
     singletons: set[str] = field(default_factory=set)  # element variables (a property of one cannot raise)
 
@@ -365,9 +368,11 @@ class _Owner:
         texts = [self._node_text(name) for name in self.nodes]
         for name, (types, _, _) in self.rels.items():
             texts.append(self.predicates.relationship_visible(quote_name(name), types))
-        for name in self.whole:
-            texts.append(self.predicates.visible_path(quote_name(name), has_relationships=self.paths[name]))
+        texts += [self.path_text(name) for name in self.whole]
         return texts
+
+    def path_text(self, name: str) -> str:
+        return self.predicates.visible_path(quote_name(name), has_relationships=self.paths[name])
 
 
 def _joined(texts: list[str] | tuple[str, ...]) -> str:
@@ -676,13 +681,15 @@ def guard_condition(
     own: frozenset[str] = frozenset(),
     paths: Container[str] = frozenset(),
     then: str = "",
+    folded: tuple[str, ...] = (),
 ) -> None:
     """Run ``where`` only once the elements it names (and ``own``) are visible; append ``then``.
 
     ``checks`` says what each name waits for; ``every`` is the guard of a condition that could
     raise (every element of its owner). The ``seekable`` conjuncts are repeated in front of the
     CASE, as written. With nothing to wait for (every name bound before, already filtered),
-    ``where`` stays as written: ``(where)`` followed by ``then``.
+    ``where`` stays as written: ``(where)`` followed by ``then``. ``folded`` are conjuncts the
+    CASE's guard carries when there is one, else they join ``then``: each is written once.
     """
     conjuncts = _conjuncts(where)
     kept = [c for c in conjuncts if seekable(c, elements)]
@@ -691,8 +698,9 @@ def guard_condition(
     if rest:
         named = [text for name in sorted(set(own) | _referenced(rest)) for text in checks.get(name, ())]
         risky = any(not cannot_raise(c, elements, paths) for c in rest)
-        guard = _joined([*every, *named] if risky else named)
+        guard = _joined([*every, *named, *folded] if risky else [*named, *folded])
     if not guard:
+        then = _and(_joined(folded)) + then if folded else then
         if then:
             ctx.edits.open(where, "(")
             ctx.edits.close(where, f"){then}")
@@ -755,21 +763,30 @@ def _behind(ctx: Context, expr: ast.Expr, guard: str, *, otherwise: str) -> None
 
 
 def _finish(ctx: Context, node: ast.Node, owner: _Owner, where: ast.Expr | None, after: int) -> None:
-    """AND one conjunct per element (and per path checked whole) into ``where``, guarding the agent's."""
-    conditions = _joined(owner.root())
+    """AND one conjunct per element (and per path checked whole) into ``where``, guarding the agent's.
+
+    A shortestPath's path predicate goes only into the guard when the agent's condition has one:
+    Neo4j 5.26 fails a shortestPath whose WHERE holds a path predicate with an EXISTS twice, in a
+    CASE condition and as a conjunct (docs/neo4j-facts.md). The CASE yields false wherever the
+    predicate does not hold, so the WHERE selects the same paths.
+    """
+    root = owner.root()
+    conditions = _joined(root)
     checks = owner.checks()
     if where is None:
         if conditions:
             ctx.edits.close(node, f" WHERE {conditions}", offset=after)
         return
+    folded = tuple(owner.path_text(name) for name in owner.whole if name in owner.shortest)
     guard_condition(
         ctx,
         where,
         checks,
         owner.singletons,
-        every=tuple(owner.root()),
+        every=tuple(root),
         paths=owner.paths.keys(),
-        then=_and(conditions),
+        then=_and(_joined([text for text in root if text not in folded])),
+        folded=folded,
     )
 
 
@@ -779,6 +796,8 @@ def _scope_parts(ctx: Context, owner: _Owner, parts: list[ast.PatternPart], *, n
         whole = needs_path_predicate(ctx.parsed, part.selector, part.path)
         name = _name_part(ctx, part) if whole else (part.variable.name if part.variable is not None else None)
         _scope_part(ctx, owner, part.path, part if named else None, name, whole=whole)
+        if name is not None and part.selector in SHORTEST_PATH_FUNCTIONS:
+            owner.shortest.add(name)
         scope_selected_path(ctx, part, owner)
 
 

@@ -12,10 +12,11 @@ stay guarded by one (``NOT x:L OR …``), so a node with an extra label at run t
 that label's rule too. An extra label never widens.
 
 No text here can raise on any stored value: every property is read inside ``CASE`` (0005) or
-compared with ``=`` under ``coalesce``. Derived rules become ``EXISTS { MATCH <path> WHERE
-<anchor visible> }``; inside an anchor, a derived label the anchor's pattern does not state
-hides the node rather than recursing again, so the text is bounded by the (acyclic, checked
-by the policy) chain of declared anchors.
+compared under ``coalesce``. A derived rule becomes one ``EXISTS`` over its whole walk, a
+``MATCH <hop> WHERE <anchor's other conditions>`` per declared anchor; inside an anchor, a derived
+label the anchor's pattern does not state hides the node rather than walking again, so the text
+is bounded by the (acyclic, checked by the policy) chain of declared anchors. Labels ruled like
+the default share its one predicate (docs/decisions/0028).
 """
 
 from __future__ import annotations
@@ -66,6 +67,17 @@ def _and(parts: list[str]) -> str:
     if not parts:
         return TRUE
     return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+
+
+# Label tests are written one label each: Neo4j refuses a query that mixes label expression
+# symbols (`n:A|B`) with the colon conjunction an agent may write (`(n:A:B)`).
+def _any_of(var: str, labels: list[str]) -> str:
+    tests = " OR ".join(f"{var}:{quote(label)}" for label in labels)
+    return f"({tests})" if len(labels) > 1 else tests
+
+
+def _none_of(var: str, labels: list[str]) -> str:
+    return " AND ".join(f"NOT {var}:{quote(label)}" for label in labels)
 
 
 @dataclass(frozen=True)
@@ -143,29 +155,35 @@ class ToolRules:
 
     # ---- nodes ---------------------------------------------------------------------------
 
-    def node(self, var: str, labels: frozenset[str] = frozenset(), depth: int = 0) -> str:
-        """``var`` (a variable or expression) is a visible node; ``labels`` it surely carries."""
+    def node(self, var: str, labels: frozenset[str] = frozenset(), depth: int = 0, *, chained: bool = False) -> str:
+        """``var`` (a variable or expression) is a visible node; ``labels`` it surely carries.
+
+        ``chained``: ``var`` is an anchor whose stated label's derived rule the caller's walk
+        continues (``_derived``), so that rule is not written here.
+        """
         conditioned = sorted(set(self.scope.nodes) | set(self.filters) | set(self.pins))
         named = set(self.scope.nodes)
         if conditioned and not _IDENTIFIER.fullmatch(var):
             # Label tests and EXISTS want a name; an expression (startNode(r)) is bound to one.
             bound = f"{_PREFIX}e{depth}"
             return f"any({bound} IN [{var}] WHERE {self.node(bound, labels, depth)})"
+        # Labels ruled exactly like the default share its one predicate (written once below).
+        shared = self._shared()
         parts: list[str] = []
+        absent: list[str] = []  # labels the node must not carry
         for label in conditioned:
             stated = label in labels
-            condition = self._label(var, label, depth, stated=stated)
+            condition = self._label(var, label, depth, stated=stated, chained=chained, own_rule=label not in shared)
             if stated or condition == TRUE:
                 parts.append(condition)
             elif condition == FALSE:
-                parts.append(f"NOT {var}:{quote(label)}")
+                absent.append(label)
             else:
                 parts.append(f"(NOT {var}:{quote(label)} OR {condition})")
-        if not labels & named:
-            default = self._rule(var, self.scope.default, depth)
-            if named and default != TRUE:
-                tests = " OR ".join(f"{var}:{quote(label)}" for label in sorted(named))
-                default = f"({tests})" if default == FALSE else f"({tests} OR {default})"
+        if absent:
+            parts.insert(0, _none_of(var, absent))
+        default = self._default(var, labels, depth, named, shared)
+        if default is not None:
             parts.insert(0, default)
         return _and(parts)
 
@@ -177,14 +195,45 @@ class ToolRules:
         """The default rule, the part ``node`` holds for a node that carries no named label."""
         return self._rule(var, self.scope.default, 0)
 
-    def _label(self, var: str, label: str, depth: int, *, stated: bool) -> str:
+    def _shared(self) -> frozenset[str]:
+        default = self.scope.default
+        if default.kind not in ("membership", "equality"):
+            return frozenset()
+        return frozenset(label for label, rule in self.scope.nodes.items() if rule == default)
+
+    def _default(
+        self, var: str, labels: frozenset[str], depth: int, named: set[str], shared: frozenset[str]
+    ) -> str | None:
+        """The default rule's text: it holds for a node carrying no named label or one ruled like it.
+
+        ``None`` when the stated labels already exempt the node from it.
+        """
+        others = sorted(named - shared)
+        if labels & shared:
+            return self._rule(var, self.scope.default, depth)
+        if labels & named:
+            if not shared:
+                return None
+            return f"({_none_of(var, sorted(shared))} OR {self._rule(var, self.scope.default, depth)})"
+        default = self._rule(var, self.scope.default, depth)
+        if not others or default == TRUE:
+            return default
+        exempt = _any_of(var, others)
+        if shared:
+            exempt = f"({exempt} AND {_none_of(var, sorted(shared))})"
+        return exempt if default == FALSE else f"({exempt} OR {default})"
+
+    def _label(
+        self, var: str, label: str, depth: int, *, stated: bool, chained: bool = False, own_rule: bool = True
+    ) -> str:
+        """``label``'s conditions; ``own_rule`` False: its rule is the default's, written once apart."""
         parts: list[str] = []
-        rule = self.scope.nodes.get(label)
+        rule = self.scope.nodes.get(label) if own_rule else None
         if rule is not None:
             if rule.kind == "derived" and depth > 0 and not stated:
                 # An anchor carrying a derived label its path does not state: hidden, not recursed.
                 parts.append(FALSE)
-            else:
+            elif not (rule.kind == "derived" and stated and chained):
                 parts.append(self._rule(var, rule, depth))
         parts += [self._filter(var, f) for f in self.filters.get(label, ())]
         pin = self.pins.get(label)
@@ -210,6 +259,9 @@ class ToolRules:
         branches = [(t, self._type(var, t, depth)) for t in cases]
         if not branches or all(text == otherwise for _, text in branches):
             return otherwise
+        if not types:
+            # A type whose text is the ELSE's needs no branch of its own.
+            branches = [(t, text) for t, text in branches if text != otherwise]
         whens = " ".join(f"WHEN {literal(t)} THEN {text}" for t, text in branches)
         return f"CASE type({var}) {whens} ELSE {otherwise} END"
 
@@ -230,10 +282,8 @@ class ToolRules:
         prop = quote(self.scope.rule_property(rule))
         attr = "$" + quote(self.parameter(rule.attribute_name()))
         if rule.kind == "equality":
-            return (
-                f"any({value} IN [{var}.{prop}] WHERE CASE WHEN {value} IS :: STRING NOT NULL "
-                f"THEN {value} IN {attr} ELSE false END)"
-            )
+            # The attribute holds strings only: no other stored value equals one, none raises.
+            return f"coalesce({var}.{prop} IN {attr}, false)"
         missing = f"WHEN {value} IS NULL THEN true " if self.untagged_global else ""
         return (
             f"any({value} IN [{var}.{prop}] WHERE CASE {missing}"
@@ -243,13 +293,27 @@ class ToolRules:
         )
 
     def _derived(self, var: str, rule: VisibilityRule, depth: int) -> str:
-        if depth >= MAX_DERIVED_DEPTH:
-            return FALSE
-        path = self.derived[rule.path or ""]
-        anchor = f"{_PREFIX}a{depth}"
-        visible = self.node(anchor, path.anchor_labels, depth + 1)
-        where = "" if visible == TRUE else f" WHERE {visible}"
-        return f"EXISTS {{ MATCH {path.renamed(var, anchor)}{where} }}"
+        """One EXISTS for the whole walk to the root anchor: a MATCH per declared hop, each anchor's
+        other conditions in its own WHERE (separate MATCH clauses, so no relationship uniqueness
+        joins the hops: the same test as one EXISTS per anchor, nested)."""
+        clauses: list[str] = []
+        element = var
+        current: VisibilityRule | None = rule
+        while current is not None:
+            if depth >= MAX_DERIVED_DEPTH:
+                return FALSE
+            path = self.derived[current.path or ""]
+            anchor = f"{_PREFIX}a{depth}"
+            visible = self.node(anchor, path.anchor_labels, depth + 1, chained=True)
+            if visible == FALSE:
+                return FALSE
+            where = "" if visible == TRUE else f" WHERE {visible}"
+            clauses.append(f"MATCH {path.renamed(element, anchor)}{where}")
+            (label,) = path.anchor_labels  # the policy gives every anchor exactly one label
+            following = self.scope.nodes.get(label)
+            current = following if following is not None and following.kind == "derived" else None
+            element, depth = anchor, depth + 1
+        return f"EXISTS {{ {' '.join(clauses)} }}"
 
     @staticmethod
     def _filter(var: str, rule: ScopeFilter) -> str:

@@ -51,12 +51,10 @@ def test_the_default_rule_is_membership_on_the_layers_property_as_before() -> No
 # ---- compiled text per rule kind -----------------------------------------------------------
 
 
-def test_equality_reads_the_property_once_under_case_against_the_attribute_parameter() -> None:
+def test_equality_is_one_membership_test_against_the_attribute_parameter() -> None:
     text = ToolRules.of(POLICY, "analyze").node("n", frozenset({"Repository"}))
-    assert (
-        "any(__gw_v IN [n.name] WHERE CASE WHEN __gw_v IS :: STRING NOT NULL THEN __gw_v IN "
-        "$__gw_attr_repositories ELSE false END)"
-    ) in text
+    # The attribute holds strings: a missing, list or number value is in it never, and never raises.
+    assert "coalesce(n.name IN $__gw_attr_repositories, false)" in text
     # The stated label needs no label test; the default rule does not apply to a named label.
     assert "NOT n:Repository" not in text and "n.layers] WHERE" not in text.split("NOT n:Fact")[0]
 
@@ -65,13 +63,13 @@ def test_an_extra_label_at_run_time_is_held_to_its_rule_too() -> None:
     text = ToolRules.of(POLICY, "analyze").node("n", frozenset({"Catalog"}))
     # Catalog is public, but a node that is also Bookkeeping (denied) or a Repository is not waved through.
     assert "NOT n:Bookkeeping" in text
-    assert "(NOT n:Repository OR any(__gw_v IN [n.name]" in text
+    assert "(NOT n:Repository OR coalesce(n.name IN" in text
     assert "(NOT n:Task OR EXISTS {" in text
 
 
 def test_a_node_with_no_named_label_follows_the_default_rule() -> None:
     text = ToolRules.of(POLICY, "analyze").node("n")
-    assert text.startswith("((n:Attempt OR n:Bookkeeping OR n:Catalog OR n:Fact OR n:Repository OR n:Task OR any(")
+    assert text.startswith("(((n:Attempt OR n:Bookkeeping OR n:Catalog OR n:Fact OR n:Repository OR n:Task) OR any(")
     assert "$__gw_scope" in text
 
 
@@ -83,10 +81,13 @@ def test_public_and_denied() -> None:
 
 def test_derived_is_an_exists_over_the_declared_path_with_the_anchor_held_to_its_own_rule() -> None:
     text = ToolRules.of(POLICY, "analyze").node("n", frozenset({"Attempt"}))
-    assert text.startswith("(EXISTS { MATCH (n)<-[:HAS_ATTEMPT]-(__gw_a0:Task) WHERE ")
-    # The Task anchor is itself derived: one level further, to its Repository's equality rule.
-    assert "EXISTS { MATCH (__gw_a0)<-[:HAS_TASK]-(__gw_a1:Repository) WHERE " in text
-    assert "__gw_a1.name] WHERE CASE WHEN __gw_v IS :: STRING NOT NULL" in text
+    assert text.startswith("(NOT n:Bookkeeping AND EXISTS { MATCH (n)<-[:HAS_ATTEMPT]-(__gw_a0:Task) WHERE ")
+    # The Task anchor is itself derived: the same EXISTS walks on to its Repository's equality
+    # rule, in a MATCH of its own (no relationship uniqueness across the hops, as nested EXISTS).
+    walk = text.split("EXISTS {")[1]
+    assert " MATCH (__gw_a0)<-[:HAS_TASK]-(__gw_a1:Repository) WHERE " in walk
+    assert "coalesce(__gw_a1.name IN $__gw_attr_repositories, false)" in walk
+    assert text.count("EXISTS {") == text.count("MATCH (n)")  # one per derived label of n, none nested
     # An anchor carrying a derived label its path does not state is hidden, never recursed into.
     assert "NOT __gw_a0:Attempt" in text and "NOT __gw_a1:Task" in text
 
@@ -352,3 +353,27 @@ def test_policy_lint_refuses_a_cycle_naming_it(tmp_path: Path, capsys: pytest.Ca
     file.write_text(yaml.safe_dump(raw), encoding="utf-8")
     assert _handle_lint(argparse.Namespace(file=str(file))) == EXIT_INVALID_POLICY
     assert "derived rules form a cycle" in capsys.readouterr().out
+
+
+def test_labels_ruled_like_the_default_share_its_one_predicate() -> None:
+    mindreader = ToolRules.of(
+        load_policy(Path(__file__).resolve().parents[2] / "policies" / "mindreader.yaml"), "analyze"
+    )
+    for labels in (frozenset(), frozenset({"Entity"}), frozenset({"Fact"}), frozenset({"Unnamed"})):
+        text = mindreader.node("n", labels)
+        assert text.count("n.layers") == 1, text
+    # Its filters still hold for a Fact, stated or not.
+    assert "n.validTo IS NULL" in mindreader.node("n", frozenset({"Fact"}))
+    assert "(NOT n:Fact OR n.validTo IS NULL)" in mindreader.node("n")
+
+
+def test_a_label_ruled_otherwise_does_not_exempt_a_node_from_the_shared_rule() -> None:
+    raw: dict[str, Any] = yaml.safe_load(RULES_POLICY.read_text(encoding="utf-8"))
+    raw["scope"]["nodes"]["Fact"] = dict(raw["scope"]["default"])
+    rules = ToolRules.of(Policy.model_validate(raw), "analyze")
+    # A Catalog (public) that is also a Fact (ruled like the default) still needs the default rule.
+    assert "(NOT n:Fact OR any(__gw_v IN [n.layers]" in rules.node("n", frozenset({"Catalog"}))
+    unstated = rules.node("n")
+    assert unstated.startswith(
+        "((((n:Attempt OR n:Bookkeeping OR n:Catalog OR n:Repository OR n:Task) AND NOT n:Fact) OR any("
+    )

@@ -1,0 +1,117 @@
+"""Scoped query size and Neo4j planning time, per shipped policy, on the Mentis fixture.
+
+For each representative agent query (``REPRESENTATIVE``, shared with the unit test that bounds
+the size) and each policy in ``policies/``: the rewritten text's length against the agent's, and
+the time Neo4j takes to plan it (``CYPHER replan=force EXPLAIN``: planning only, no plan cache;
+the median of ``--rounds``), against the unscoped query's. The managed Neo4j (5.26 unless
+``--version``) is started if needed and the Mentis fixture seeded into it.
+
+    .venv/bin/python bench/rewrite_plans.py [--rounds 3] [--json] [--write]
+
+``--write`` stores the figures in ``bench/rewrite-plans-results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gateway import guard, scope  # noqa: E402
+from gateway.domain import Principal  # noqa: E402
+from gateway.mnr import seed  # noqa: E402
+from gateway.ops import neo4j_local  # noqa: E402
+from gateway.policy import POLICIES_DIR, Policy, load_policy  # noqa: E402
+
+RESULTS = REPO / "bench" / "rewrite-plans-results.json"
+
+# One query per shape the rewrite writes differently (fixed-length parts with stated and unstated
+# labels, untyped relationships, variable length, shortestPath, OPTIONAL MATCH with a COUNT
+# subquery, a pattern comprehension); tests/unit/test_scope_size.py bounds their scoped size.
+REPRESENTATIVE: dict[str, str] = {
+    "one labelled node": "MATCH (t:Task) RETURN t.id",
+    "one unlabelled node": "MATCH (n) WHERE n.name = 'acme/payments' RETURN n",
+    "two hops, labels stated": "MATCH (t:Task)-[:HAS_ATTEMPT]->(a:Attempt) RETURN t.id, count(a)",
+    "three hops, one unstated": (
+        "MATCH (r:Repository)-[:HAS_TASK]->(t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN r.name, t.id, a.check"
+    ),
+    "untyped relationship": "MATCH (a)-[r]->(b) RETURN type(r), count(*)",
+    "variable length": "MATCH p = (r:Repository)-[*1..3]-(x) RETURN r.name, length(p), count(x)",
+    "shortestPath with condition": (
+        "MATCH p = shortestPath((a:Repository {name: 'acme/payments'})-[*1..3]-(b:Task)) "
+        "WHERE all(z IN nodes(p) WHERE z.check IS NULL) RETURN count(*)"
+    ),
+    "OPTIONAL MATCH and COUNT": (
+        "MATCH (t:Task) OPTIONAL MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) WHERE a.check = 'passed' "
+        "RETURN t.id, count(a) AS passed, COUNT { (t)-[:HAS_CONCLUSION]->(:Conclusion) } AS conclusions"
+    ),
+    "pattern comprehension": "MATCH (t:Task) RETURN t.id, [(t)-[:HAS_ATTEMPT]->(a) | a.check] AS checks",
+}
+CALLER = Principal(name="bench", scope=frozenset({"l1"}), attributes={"repositories": frozenset({"acme/payments"})})
+
+
+def rewritten(query: str, policy: Policy) -> tuple[str, dict[str, Any]]:
+    decision = guard.check(query, {}, "analyze", policy)
+    assert decision.allowed and decision.parsed is not None, decision
+    planned = scope.plan(decision.parsed, policy, "analyze", CALLER)
+    return planned.cypher, planned.params
+
+
+def planning_ms(session: Any, query: str, params: dict[str, Any], rounds: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        session.run(f"CYPHER replan=force EXPLAIN {query}", params).consume()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    import neo4j
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", action="store_true", help=f"store the figures in {RESULTS.relative_to(REPO)}")
+    args = ap.parse_args()
+    connection = neo4j_local.resolve(start_managed=True)
+    seed.seed_builtin(connection, "mentis")
+    auth = (connection.user, connection.password.get_secret_value())
+    results: list[dict[str, object]] = []
+    with (
+        neo4j.GraphDatabase.driver(connection.uri, auth=auth) as driver,
+        driver.session(database=connection.database) as session,
+    ):
+        for path in sorted(POLICIES_DIR.glob("*.yaml")):
+            policy = load_policy(path)
+            for name, query in REPRESENTATIVE.items():
+                text, params = rewritten(query, policy)
+                base = planning_ms(session, query, {}, args.rounds)
+                scoped = planning_ms(session, text, params, args.rounds)
+                results.append({
+                    "policy": policy.name, "query": name, "chars_in": len(query), "chars_out": len(text),
+                    "size_ratio": round(len(text) / len(query), 1), "plan_ms_unscoped": round(base, 1),
+                    "plan_ms_scoped": round(scoped, 1),
+                })  # fmt: skip
+    if args.write:
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return 0
+    header = ("policy", "query", "chars in", "chars out", "x size", "plan ms", "scoped ms")
+    print("{:<11} {:<28} {:>8} {:>9} {:>6} {:>8} {:>9}".format(*header))
+    for row in results:
+        print(f"{row['policy']:<11} {row['query']:<28} {row['chars_in']:>8} {row['chars_out']:>9} "
+              f"{row['size_ratio']:>6} {row['plan_ms_unscoped']:>8} {row['plan_ms_scoped']:>9}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,27 @@
+"""The scoped text stays within a few times the agent's under every shipped policy: one visibility
+predicate per element, one predicate for the labels a rule is shared by, one EXISTS per derived
+walk (bench/rewrite_plans.py measures the planning time the size costs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.rewrite_plans import CALLER, REPRESENTATIVE, rewritten
+from gateway.policy import POLICIES_DIR, load_policy
+
+POLICIES = {path.stem: load_policy(path) for path in sorted(POLICIES_DIR.glob("*.yaml"))}
+# What a policy's rules add per element does not depend on the agent's text.
+CONSTANT = 5_000
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("query", sorted(REPRESENTATIVE))
+def test_scoped_text_is_at_most_three_times_the_agents_plus_a_constant(policy: str, query: str) -> None:
+    text = REPRESENTATIVE[query]
+    scoped, _ = rewritten(text, POLICIES[policy])
+    assert len(scoped) <= 3 * len(text) + CONSTANT, (len(text), len(scoped))
+
+
+def test_the_bound_is_measured_on_the_shipped_policies() -> None:
+    assert {"default", "mentis", "mindreader"} <= POLICIES.keys()
+    assert CALLER.attribute("repositories")
