@@ -11,9 +11,15 @@ are compared by class only: an error or rows.
   full graph could have produced it), or says the answer was cut while the copy's fits, or
   its result check had to redact an element (the rewrite let one through).
 * **error oracle**: the gateway raises where the copy answers, and so does the full graph
-  (the error says something about what is hidden), or answers where the copy raises.
+  (the error says something about what is hidden).
 * **wrong answer**: any other difference (fewer rows, other values; a rewrite that raises
   where neither graph does).
+
+The gateway answering where plain Cypher on the copy raises is none of these: Cypher fixes no
+evaluation order for ``AND``/``OR``, and the rewrite evaluates the agent's condition only after
+visibility (``CASE``), so a condition that raises on some visible element may never be reached
+under one plan and be reached under another. ``evaluation_order`` tells it apart; the prover
+counts it as inconclusive (SECURITY.md: plan-dependent behaviour is not guaranteed).
 """
 
 from __future__ import annotations
@@ -87,7 +93,7 @@ def classify(gateway: Answer, copy: Answer, full: Answer, *, rows_determined: bo
             return None
         if gateway.rows is None:
             return "error_oracle" if full.rows is None else "wrong_answer"
-        return "error_oracle"
+        return None  # the gateway answers where the copy raises: evaluation_order()
     if gateway.truncated or copy.truncated:
         if gateway.truncated == copy.truncated:
             return None  # both cut: which rows were kept is Neo4j's order, not the graph's
@@ -101,3 +107,8 @@ def classify(gateway: Answer, copy: Answer, full: Answer, *, rows_determined: bo
     if full.rows is not None and any(row in full.rows for row in extra):
         return "leak"
     return "wrong_answer"
+
+
+def evaluation_order(gateway: Answer, copy: Answer) -> bool:
+    """The gateway answered where plain Cypher on the copy raised (see the module's note)."""
+    return gateway.rows is not None and copy.rows is None and not copy.timed_out

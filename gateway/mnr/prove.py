@@ -29,7 +29,7 @@ from gateway.connection import Neo4jConnection
 from gateway.domain import LayerSwitches, Principal, ToolResult
 from gateway.errors import Busy, GatewayError, InvalidInput, Neo4jRefused, QueryRejected, QueryTimeout
 from gateway.mnr.cases import PrincipalSpec, Suite
-from gateway.mnr.compare import KINDS, Answer, Kind, classify
+from gateway.mnr.compare import KINDS, Answer, Kind, classify, evaluation_order
 from gateway.mnr.generate import Generator, Query, Schema, suite_queries
 from gateway.mnr.shrink import shrink
 from gateway.mnr.visible_copy import Graph, GraphNode, GraphRel, VisibilityModel, export_graph, load_copy
@@ -94,6 +94,8 @@ class ProveReport(BaseModel):
     refused: int = 0
     # Timeouts (either side) and answers cut by bytes: plan- or encoding-dependent, not compared.
     inconclusive: int = 0
+    # Of those, answers where plain Cypher on the copy raised (compare.evaluation_order).
+    evaluation_order: int = 0
     # Differences seen once and not again (the rerun agreed): listed, not counted as findings.
     unconfirmed: int = 0
     differences: list[Difference] = Field(default_factory=list)
@@ -106,7 +108,8 @@ class ProveReport(BaseModel):
         found = ", ".join(f"{self.count(k)} {k.replace('_', ' ')}s" for k in KINDS)
         return (
             f"mnr prove {self.policy} on {self.fixture} (seed {self.seed}): {self.executed} queries executed "
-            f"({self.refused} refused by the guard, {self.inconclusive} inconclusive, {self.unconfirmed} unconfirmed) "
+            f"({self.refused} refused by the guard, {self.inconclusive} inconclusive of which {self.evaluation_order} "
+            f"evaluation order, {self.unconfirmed} unconfirmed) "
             f"over {len(self.principals)} principal(s) x {len(self.tools)} tool(s) in {self.seconds:.0f} s: {found}"
         )
 
@@ -226,7 +229,12 @@ class Prover:
             load_copy(self.copy_driver, self.copy_database, model.visible())
             salt = int(hashlib.sha256(f"{self.settings.seed}:{index}".encode()).hexdigest()[:8], 16)
             generator = Generator(schema, salt, self.policy.tool(tool).required_parameters, params)
-            queries = [*suite_queries(self.settings.suites, schema, tool, salt), *generator.queries(per_pair)]
+            # The suites' queries are shared out among the principals of their tool, one each in turn,
+            # and count towards the pair's share; generated queries fill the rest.
+            own = suite_queries(self.settings.suites, schema, tool, self.settings.seed)
+            same_tool = [p for t, p in pairs if t == tool]
+            mine = own[same_tool.index(spec) :: len(same_tool)]
+            queries = [*mine, *generator.queries(max(per_pair - len(mine), per_pair // 4))]
             self._pair(report, tool, spec.name, principal, queries, model)
         report.seconds = time.monotonic() - started
         self.progress(report.summary())
@@ -252,13 +260,19 @@ class Prover:
             if gateway.timed_out or copy.timed_out or gateway.error == "bytes":
                 report.inconclusive += 1
                 continue
+            if evaluation_order(gateway, copy):
+                report.inconclusive += 1
+                report.evaluation_order += 1
+                continue
             kind = classify(gateway, copy, full, rows_determined=query.rows_determined)
             if kind is not None:
                 again = self._answers(tool, principal, query)
                 if again is None or classify(*again, rows_determined=query.rows_determined) != kind:
                     report.unconfirmed += 1
                 else:
-                    report.differences.append(self._difference(kind, tool, name, principal, query, answers))
+                    difference = self._difference(kind, tool, name, principal, query, answers)
+                    report.differences.append(difference)
+                    self.progress(difference.message())
             if report.executed % PROGRESS_EVERY == 0:
                 found = " ".join(f"{k}={report.count(k)}" for k in KINDS)
                 self.progress(f"{self.policy.name} {tool} as {name}: {report.executed} executed, {found}")

@@ -22,7 +22,7 @@ SUITES = Path(__file__).resolve().parents[2] / "mnr"
 # Generated queries per fixture (over every principal and tool), besides the suites' cases and
 # mutants: a few hundred each keeps the three runs within minutes on two busy cores. The
 # acceptance run (docs/mnr.md) uses --n 2000.
-BOUNDED = {"default": 150, "mindreader": 150, "mentis": 90}
+BOUNDED = {"default": 150, "mindreader": 150, "mentis": 60}
 CASES = [("default", "memory"), ("mindreader", "mindreader"), ("mentis", "mentis")]
 
 Prove = Callable[[ProveSettings], ProveReport]
