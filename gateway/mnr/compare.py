@@ -60,7 +60,7 @@ class Answer:
             return f"error: {self.error}"
         shown = sorted(self.rows.elements())[:limit]
         more = f" (+{sum(self.rows.values()) - limit} more)" if sum(self.rows.values()) > limit else ""
-        cut = ", truncated" if self.truncated else ""
+        cut = (", truncated" if self.truncated else "") + (f", {self.redacted} redacted" if self.redacted else "")
         return f"{sum(self.rows.values())} row(s){cut}: " + "; ".join(shown) + more
 
 

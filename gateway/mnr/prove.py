@@ -33,7 +33,7 @@ from gateway.mnr.compare import KINDS, Answer, Kind, classify, evaluation_order
 from gateway.mnr.generate import Generator, Query, Schema, suite_queries
 from gateway.mnr.shrink import shrink
 from gateway.mnr.visible_copy import Graph, GraphNode, GraphRel, VisibilityModel, export_graph, load_copy
-from gateway.policy import TOOL_NAMES, Policy, ToolName
+from gateway.policy import TOOL_NAMES, Policy, ToolName, VisibilityRule
 from gateway.service import Gateway
 
 PROGRESS_EVERY = 50
@@ -41,6 +41,9 @@ BUSY_PATIENCE_SECONDS = 120.0
 # The full graph's answer is read only to tell a leak from a wrong answer; this many rows suffice.
 FULL_ROWS = 10_000
 DEFAULT_MAX_ELEMENTS = 20_000
+# Default principals holding one value each, besides nobody and everyone: the copies and the
+# queries are shared among the principals, so more would thin each one's share.
+MAX_SINGLE_PRINCIPALS = 6
 
 
 class ProveError(Exception):
@@ -130,6 +133,8 @@ class ProveSettings(BaseModel):
     tools: list[ToolName] = Field(default_factory=lambda: list(TOOL_NAMES))
     suites: list[Suite] = Field(default_factory=list)
     max_elements: int = DEFAULT_MAX_ELEMENTS
+    # Stop after this many differences (a positive control needs one); None: run every query.
+    max_differences: int | None = None
     # Switch gateway layers off: the positive control (the scope rewrite off must show leaks).
     layers: LayerSwitches | None = None
 
@@ -142,15 +147,23 @@ def _stderr(message: str) -> None:
 
 
 def default_principals(policy: Policy, graph: Graph) -> list[PrincipalSpec]:
-    """Nobody, each single value, and everybody: for every attribute the policy's rules read.
+    """Nobody, each single value (the first ``MAX_SINGLE_PRINCIPALS``), and everybody.
 
-    The values are those the graph holds in the property each membership or equality rule reads.
+    Per attribute the policy's membership and equality rules read: the values the graph holds in
+    each rule's property, on the elements that rule governs (its label or type; the default rule:
+    the elements no named rule governs).
     """
     scope = policy.scope
     values: dict[str, set[str]] = {}
-    rules = [scope.default, *scope.nodes.values(), *scope.relationships.values()]
-    elements: list[GraphNode | GraphRel] = [*graph.nodes.values(), *graph.rels.values()]
-    for rule in rules:
+    governed: list[tuple[VisibilityRule, list[GraphNode | GraphRel]]] = []
+    for label, rule in scope.nodes.items():
+        governed.append((rule, [n for n in graph.nodes.values() if label in n.labels]))
+    for rel_type, rule in scope.relationships.items():
+        governed.append((rule, [r for r in graph.rels.values() if r.type == rel_type]))
+    unnamed: list[GraphNode | GraphRel] = [n for n in graph.nodes.values() if not n.labels & set(scope.nodes)]
+    unnamed += [r for r in graph.rels.values() if r.type not in scope.relationships]
+    governed.append((scope.default, unnamed))
+    for rule, elements in governed:
         if rule.kind not in ("membership", "equality"):
             continue
         prop = scope.rule_property(rule)
@@ -162,9 +175,9 @@ def default_principals(policy: Policy, graph: Graph) -> list[PrincipalSpec]:
             elif isinstance(value, list):
                 found.update(v for v in value if isinstance(v, str))
     out = [PrincipalSpec(name="nobody", attributes={})]
-    for attribute, found in sorted(values.items()):
-        for value in sorted(found):
-            out.append(PrincipalSpec(name=f"{attribute}={value}", attributes={attribute: (value,)}))
+    singles = [(attribute, value) for attribute, found in sorted(values.items()) for value in sorted(found)]
+    for attribute, value in singles[:MAX_SINGLE_PRINCIPALS]:
+        out.append(PrincipalSpec(name=f"{attribute}={value}", attributes={attribute: (value,)}))
     every = {attribute: tuple(sorted(found)) for attribute, found in values.items() if found}
     if every:
         out.append(PrincipalSpec(name="everyone", attributes=every))
@@ -223,6 +236,8 @@ class Prover:
         pairs = [(tool, p) for tool in self.settings.tools for p in principals]
         per_pair = max(1, self.settings.n // max(1, len(pairs)))
         for index, (tool, spec) in enumerate(pairs):
+            if self._enough(report):
+                break
             principal = spec.principal()
             params = self._required_params(tool, principal, graph)
             model = VisibilityModel(self.policy, tool, principal, params, graph)
@@ -240,6 +255,10 @@ class Prover:
         self.progress(report.summary())
         return report
 
+    def _enough(self, report: ProveReport) -> bool:
+        wanted = self.settings.max_differences
+        return wanted is not None and len(report.differences) >= wanted
+
     # ---- one principal and tool --------------------------------------------------------------------
 
     def _pair(
@@ -247,6 +266,8 @@ class Prover:
     ) -> None:
         seen: set[str] = set()
         for query in queries:
+            if self._enough(report):
+                return
             if query.key() in seen:
                 continue
             seen.add(query.key())
