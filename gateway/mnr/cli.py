@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:
     prove.add_argument(
         "--principal", action="append", default=[], metavar="NAME=ATTR:V1,V2[;ATTR:V…]",
         help="a principal to prove for (a plain NAME=V1,V2 is its layers); repeatable. Default: nobody, each value "
-        "the graph holds for an attribute the rules read, and everyone",
+        "the graph holds for an attribute the rules read (at most 6), and everyone",
     )  # fmt: skip
     prove.add_argument("--n", type=int, default=2000, help="generated queries over all principals and tools")
     prove.add_argument("--seed", type=int, default=0, help="the generator's seed (same seed, same queries)")

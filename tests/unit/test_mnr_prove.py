@@ -3,7 +3,10 @@ generator's determinism, the comparison's classes and the shrinker."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from gateway.domain import Principal
@@ -151,3 +154,16 @@ def test_shrinking_drops_what_the_difference_does_not_need() -> None:
     )
     small = shrink(query, lambda q: "a.y = 2" in q.text())
     assert small.text() == "MATCH (a) WHERE a.y = 2 RETURN a"
+
+
+def test_prove_usage_errors_exit_2_before_any_service(tmp_path: Path) -> None:
+    def prove(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "gateway.cli", "mnr", "prove", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=240)
+
+    missing = prove("--policy", "mentis", "--fixture", str(tmp_path / "none.cypher"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    fixture = tmp_path / "g.cypher"
+    fixture.write_text("RETURN 1;\n")
+    bad = prove("--policy", "mentis", "--fixture", str(fixture), "--principal", "no-equals-sign")
+    assert bad.returncode == 2 and "NAME=" in bad.stderr
