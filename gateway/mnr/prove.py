@@ -15,6 +15,7 @@ Harness-only, like ``seed.py``: the copy and the full graph are read with the ha
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import sys
 import time
@@ -240,8 +241,6 @@ class Prover:
                 break
             principal = spec.principal()
             params = self._required_params(tool, principal, graph)
-            model = VisibilityModel(self.policy, tool, principal, params, graph)
-            load_copy(self.copy_driver, self.copy_database, model.visible())
             salt = int(hashlib.sha256(f"{self.settings.seed}:{index}".encode()).hexdigest()[:8], 16)
             generator = Generator(schema, salt, self.policy.tool(tool).required_parameters, params)
             # The suites' queries are shared out among the principals of their tool, one each in turn,
@@ -250,7 +249,15 @@ class Prover:
             same_tool = [p for t, p in pairs if t == tool]
             mine = own[same_tool.index(spec) :: len(same_tool)]
             queries = [*mine, *generator.queries(max(per_pair - len(mine), per_pair // 4))]
-            self._pair(report, tool, spec.name, principal, queries, model)
+            # A pin compares with the request's own parameter: one copy per set of parameters then.
+            groups: dict[str, list[Query]] = {}
+            for query in queries:
+                key = json.dumps(query.params, sort_keys=True, default=str) if self.policy.tool(tool).pins else ""
+                groups.setdefault(key, []).append(query)
+            for group in groups.values():
+                model = VisibilityModel(self.policy, tool, principal, group[0].params, graph)
+                load_copy(self.copy_driver, self.copy_database, model.visible())
+                self._pair(report, tool, spec.name, principal, group)
         report.seconds = time.monotonic() - started
         self.progress(report.summary())
         return report
@@ -262,7 +269,7 @@ class Prover:
     # ---- one principal and tool --------------------------------------------------------------------
 
     def _pair(
-        self, report: ProveReport, tool: ToolName, name: str, principal: Principal, queries: Sequence[Query], model: Any
+        self, report: ProveReport, tool: ToolName, name: str, principal: Principal, queries: Sequence[Query]
     ) -> None:
         seen: set[str] = set()
         for query in queries:
