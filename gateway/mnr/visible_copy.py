@@ -346,6 +346,27 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _writable(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Properties as the copy must store them.
+
+    The driver reads a datetime stored with offset ``Z`` with pytz's UTC zone, which it would
+    write back as the named zone ``[UTC]`` (``toString`` then differs); it is written as the offset
+    it was read as. (A datetime stored with the named zone UTC reads the same: it becomes ``Z``.)
+    """
+    import datetime as dt
+
+    from neo4j.time import DateTime
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, DateTime) and getattr(value.tzinfo, "zone", None) == "UTC":
+            return value.replace(tzinfo=dt.UTC)
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+
+    return {key: fix(value) for key, value in props.items()}
+
+
 def load_copy(driver: Any, database: str | None, graph: Graph) -> None:
     """Wipe the copy's database and write ``graph`` into it (ids are the source's, mapped)."""
     with driver.session(database=database) as session:
@@ -357,7 +378,7 @@ def load_copy(driver: Any, database: str | None, graph: Graph) -> None:
         for labels, nodes in sorted(by_labels.items(), key=lambda item: sorted(item[0])):
             text = "".join(":" + _quoted(label) for label in sorted(labels))
             for i in range(0, len(nodes), BATCH):
-                rows = [{"id": n.id, "props": dict(n.properties)} for n in nodes[i : i + BATCH]]
+                rows = [{"id": n.id, "props": _writable(n.properties)} for n in nodes[i : i + BATCH]]
                 query = (
                     f"UNWIND $rows AS row CREATE (n{text}) SET n = row.props RETURN row.id AS src, elementId(n) AS dst"
                 )
@@ -369,7 +390,8 @@ def load_copy(driver: Any, database: str | None, graph: Graph) -> None:
         for rel_type, rels in sorted(by_type.items()):
             for i in range(0, len(rels), BATCH):
                 rows = [
-                    {"s": mapped[r.start], "e": mapped[r.end], "props": dict(r.properties)} for r in rels[i : i + BATCH]
+                    {"s": mapped[r.start], "e": mapped[r.end], "props": _writable(r.properties)}
+                    for r in rels[i : i + BATCH]
                 ]
                 query = (
                     "UNWIND $rows AS row MATCH (a) WHERE elementId(a) = row.s MATCH (b) WHERE elementId(b) = row.e "

@@ -167,3 +167,16 @@ def test_prove_usage_errors_exit_2_before_any_service(tmp_path: Path) -> None:
     fixture.write_text("RETURN 1;\n")
     bad = prove("--policy", "mentis", "--fixture", str(fixture), "--principal", "no-equals-sign")
     assert bad.returncode == 2 and "NAME=" in bad.stderr
+
+
+def test_a_datetime_read_with_offset_z_is_written_back_with_that_offset() -> None:
+    import datetime as dt
+
+    import pytz  # type: ignore[import-untyped]
+    from neo4j.time import DateTime
+
+    from gateway.mnr.visible_copy import _writable
+
+    read = DateTime(2026, 11, 5, 7, 0, 0, tzinfo=pytz.FixedOffset(0))  # how the driver reads `Z`
+    written = _writable({"at": read, "list": [read]})
+    assert written["at"].tzinfo is dt.UTC and written["list"][0].tzinfo is dt.UTC
