@@ -48,6 +48,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )  # fmt: skip
 
 
+@pytest.fixture(scope="session")
+def mnr_prove() -> Iterator[Any]:
+    """``mnr_prove(settings) -> ProveReport``: ``cypher-gateway mnr prove`` for a test.
+
+    The gateway side runs on the managed Neo4j (NEO4J_URI & co. when set) with the sandbox image
+    built when missing; the visible copies on the prover's own Neo4j (``CYPHER_GATEWAY_PROVE_HOME``
+    and ``CYPHER_GATEWAY_PROVE_PORT``, as the command reads them), started once for the session
+    and stopped at its end when this fixture started it. A test asserts on the report::
+
+        def test_no_leak(mnr_prove):
+            report = mnr_prove(ProveSettings(policy=load_policy("mentis"), fixture=builtin_fixture("mentis"), n=200))
+            assert report.count("leak") == 0, report.text()
+    """
+    from gateway.mnr.cli import copy_home, copy_port
+    from gateway.mnr.prove import ProveSettings, copy_neo4j, prove
+    from gateway.ops import images, neo4j_local
+
+    connection = neo4j_local.resolve(start_managed=True)
+    image = images.ensure_sandbox_image()
+    home, port = copy_home(None), copy_port(None)
+    with copy_neo4j(home, port):
+
+        def run(settings: ProveSettings) -> Any:
+            return prove(settings, copy_home=home, copy_port=port, connection=connection, image=image)
+
+        yield run
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "neo4j2026: also runs against Neo4j 2026.x")
 

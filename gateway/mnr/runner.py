@@ -174,7 +174,11 @@ class MnrSession:
         return self._started.runner
 
     def _gateway(self, case: Case) -> Gateway:
-        switches = self.layers or LayerSwitches(**(case.layers.model_dump() if case.layers else {}))
+        return self.gateway(self.layers or LayerSwitches(**(case.layers.model_dump() if case.layers else {})))
+
+    def gateway(self, switches: LayerSwitches | None = None) -> Gateway:
+        """The session's Gateway with these layer switches (every layer on when None), composed once."""
+        switches = switches or LayerSwitches()
         gateway = self._gateways.get(switches)
         if gateway is None:
             composed = compose(self.settings, runner=self.runner, policy=self.policy, layers=switches, audit=False)

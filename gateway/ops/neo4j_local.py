@@ -503,6 +503,11 @@ def start_instance(
     return connection
 
 
+def instance_running(home: Path) -> bool:
+    """Whether a server :func:`start_instance` started in ``home`` is running."""
+    return _running_pid_at(home / "run" / "neo4j.pid") is not None
+
+
 def stop_instance(home: Path, timeout_s: float = 120.0) -> bool:
     """Stop the server :func:`start_instance` started in ``home``; True when one was running."""
     pid_file = home / "run" / "neo4j.pid"

@@ -1,0 +1,182 @@
+"""The prover's pieces without Neo4j: the visibility model against the shipped policies' rules, the
+generator's determinism, the comparison's classes and the shrinker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from gateway.domain import Principal
+from gateway.mnr.compare import Answer, classify, evaluation_order
+from gateway.mnr.generate import Clause, Generator, Query, Schema
+from gateway.mnr.prove import default_principals, parse_principal
+from gateway.mnr.shrink import shrink
+from gateway.mnr.visible_copy import Graph, GraphNode, GraphRel, VisibilityModel
+from gateway.policy import POLICIES_DIR, ToolName, load_policy
+
+MENTIS = load_policy(POLICIES_DIR / "mentis.yaml")
+MINDREADER = load_policy(POLICIES_DIR / "mindreader.yaml")
+
+
+def _graph(
+    nodes: list[tuple[str, set[str], dict[str, Any]]], rels: list[tuple[str, str, str, str, dict[str, Any]]]
+) -> Graph:
+    graph = Graph()
+    for node_id, labels, props in nodes:
+        graph.nodes[node_id] = GraphNode(node_id, frozenset(labels), props)
+    for rel_id, rel_type, start, end, props in rels:
+        graph.rels[rel_id] = GraphRel(rel_id, rel_type, start, end, props)
+    return graph
+
+
+MENTIS_GRAPH = _graph(
+    [
+        ("r1", {"Repository"}, {"name": "acme/payments"}),
+        ("r2", {"Repository"}, {"name": "umbrella/ops"}),
+        ("t1", {"Task"}, {"id": "PAY-101"}),
+        ("t2", {"Task"}, {"id": "PAY-101"}),
+        ("a1", {"Attempt"}, {"id": "a1", "embedding": [0.1]}),
+        ("a2", {"Attempt"}, {"id": "a2", "embedding": [0.2]}),
+        ("s1", {"Scratch"}, {"text": "denied by default"}),
+        ("orphan", {"Task"}, {"id": "ORPHAN"}),
+    ],
+    [
+        ("h1", "HAS_TASK", "r1", "t1", {}),
+        ("h2", "HAS_TASK", "r2", "t2", {}),
+        ("x1", "HAS_ATTEMPT", "t1", "a1", {}),
+        ("x2", "HAS_ATTEMPT", "t2", "a2", {}),
+    ],
+)
+
+
+def _visible(
+    policy: Any, graph: Graph, tool: ToolName, principal: Principal, params: dict[str, Any] | None = None
+) -> Graph:
+    return VisibilityModel(policy, tool, principal, params or {}, graph).visible()
+
+
+def test_derived_rules_follow_the_anchor_chain() -> None:
+    alice = Principal(name="alice", attributes={"repositories": frozenset({"acme/payments"})})
+    copy = _visible(MENTIS, MENTIS_GRAPH, "analyze", alice)
+    assert set(copy.nodes) == {"r1", "t1", "a1"}
+    assert set(copy.rels) == {"h1", "x1"}
+    # Hidden properties are removed from the copy.
+    assert "embedding" not in copy.nodes["a1"].properties
+
+
+def test_nobody_sees_nothing_under_an_equality_root() -> None:
+    assert not _visible(MENTIS, MENTIS_GRAPH, "analyze", Principal(name="nobody")).nodes
+
+
+def test_recall_pins_bind_what_is_seen() -> None:
+    both = Principal(name="both", attributes={"repositories": frozenset({"acme/payments", "umbrella/ops"})})
+    copy = _visible(MENTIS, MENTIS_GRAPH, "recall", both, {"repository": "umbrella/ops", "taskId": "PAY-101"})
+    assert set(copy.nodes) == {"r2", "t2", "a2"}
+    assert not _visible(MENTIS, MENTIS_GRAPH, "recall", both, {"repository": "umbrella/ops", "taskId": "X"}).rels
+
+
+MINDREADER_GRAPH = _graph(
+    [
+        ("e1", {"Entity"}, {"layers": ["work"]}),
+        ("e2", {"Entity"}, {"layers": []}),
+        ("e3", {"Entity"}, {}),
+        ("e4", {"Entity"}, {"layers": "work"}),
+        ("f1", {"Fact"}, {"layers": ["work"], "validTo": "2025"}),
+        ("f2", {"Fact"}, {"layers": ["work"]}),
+    ],
+    [
+        ("a1", "ASSERTS", "e1", "e2", {"layers": ["work"]}),
+        ("a2", "ASSERTS", "e1", "e2", {"layers": ["health"]}),
+        ("a3", "ASSERTS", "e1", "e2", {"layers": ["work"], "validTo": "2025"}),
+        ("c1", "SUPERSEDES", "f2", "f1", {"layers": []}),
+        ("u1", "ABOUT", "f2", "e3", {"layers": []}),
+    ],
+)
+
+
+def test_membership_untagged_malformed_filters_and_bookkeeping() -> None:
+    worker = Principal(name="w", scope=frozenset({"work"}))
+    analyze = _visible(MINDREADER, MINDREADER_GRAPH, "analyze", worker)
+    assert set(analyze.nodes) == {"e1", "e2", "f2"}  # untagged e3, malformed e4, retired f1 hidden
+    assert set(analyze.rels) == {"a1"}  # another layer, retired, bookkeeping, hidden end
+    recall = _visible(MINDREADER, MINDREADER_GRAPH, "recall", worker)
+    assert set(recall.nodes) == {"e1", "e2", "f1", "f2"}
+    assert set(recall.rels) == {"a1", "a3"}
+
+
+def test_default_principals_and_parsing() -> None:
+    names = [p.name for p in default_principals(MENTIS, MENTIS_GRAPH)]
+    assert names == ["nobody", "repositories=acme/payments", "repositories=umbrella/ops", "everyone"]
+    spec = parse_principal("bob=repositories:a/b,c/d;layers:x")
+    assert spec.principal().attribute("repositories") == frozenset({"a/b", "c/d"})
+    assert parse_principal("carol=l1,l2").principal().scope == frozenset({"l1", "l2"})
+
+
+def test_generation_is_deterministic_for_a_seed() -> None:
+    schema = Schema.of(MENTIS_GRAPH, MENTIS)
+    first = [q.text() for q in Generator(schema, 7).queries(50)]
+    assert first == [q.text() for q in Generator(schema, 7).queries(50)]
+    assert first != [q.text() for q in Generator(schema, 8).queries(50)]
+    assert not any("embedding" in text for text in first)  # hidden keys are never named
+    required = next(iter(Generator(schema, 7, ("repository",), {"repository": "r"}).queries(1)))
+    assert required.text().startswith("WITH $repository AS") and required.params == {"repository": "r"}
+
+
+def _rows(*rows: str) -> Answer:
+    return Answer(Counter(rows))
+
+
+def test_classification() -> None:
+    same = _rows('["a"]')
+    assert classify(same, same, same) is None
+    assert classify(_rows('["a"]', '["h"]'), same, _rows('["a"]', '["h"]')) == "leak"
+    assert classify(_rows("[3]"), _rows("[2]"), _rows("[3]")) == "leak"
+    assert classify(_rows("[1]"), _rows("[2]"), _rows("[3]")) == "wrong_answer"
+    error = Answer.of_error("boom")
+    assert classify(error, same, error) == "error_oracle"
+    assert classify(error, same, same) == "wrong_answer"
+    assert classify(same, error, error) is None and evaluation_order(same, error)
+    assert not evaluation_order(error, same)
+    assert classify(Answer.of_rows([["a"]], redacted=1), same, same) == "leak"
+    assert classify(Answer.of_error("slow", timed_out=True), same, same) is None
+
+
+def test_shrinking_drops_what_the_difference_does_not_need() -> None:
+    query = Query(
+        (
+            Clause("MATCH (a)", ("a.x = 1", "a.y = 2"), droppable=False),
+            Clause("OPTIONAL MATCH (a)--(b)"),
+            Clause("RETURN a", droppable=False),
+        )
+    )
+    small = shrink(query, lambda q: "a.y = 2" in q.text())
+    assert small.text() == "MATCH (a) WHERE a.y = 2 RETURN a"
+
+
+def test_prove_usage_errors_exit_2_before_any_service(tmp_path: Path) -> None:
+    def prove(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "gateway.cli", "mnr", "prove", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=240)
+
+    missing = prove("--policy", "mentis", "--fixture", str(tmp_path / "none.cypher"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    fixture = tmp_path / "g.cypher"
+    fixture.write_text("RETURN 1;\n")
+    bad = prove("--policy", "mentis", "--fixture", str(fixture), "--principal", "no-equals-sign")
+    assert bad.returncode == 2 and "NAME=" in bad.stderr
+
+
+def test_a_datetime_read_with_offset_z_is_written_back_with_that_offset() -> None:
+    import datetime as dt
+
+    import pytz  # type: ignore[import-untyped]
+    from neo4j.time import DateTime
+
+    from gateway.mnr.visible_copy import _writable
+
+    read = DateTime(2026, 11, 5, 7, 0, 0, tzinfo=pytz.FixedOffset(0))  # how the driver reads `Z`
+    written = _writable({"at": read, "list": [read]})
+    assert written["at"].tzinfo is dt.UTC and written["list"][0].tzinfo is dt.UTC
