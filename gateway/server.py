@@ -47,7 +47,10 @@ CypherText = Annotated[
 CheckedText = Annotated[str, Field(description="One Cypher read query. Put every literal value in params.")]
 Params = Annotated[
     dict[str, Any] | None,
-    Field(description="Query parameters, referenced as $name in the query. Values are never logged."),
+    Field(
+        description="Query parameters, referenced as $name in the query. Values are not logged, except the "
+        "values of the parameters a recall pin binds (the audit names what was read)."
+    ),
 ]
 
 RequestedScope = Annotated[
