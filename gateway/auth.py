@@ -42,9 +42,9 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.audit import note_token
-from gateway.domain import OAUTH_PREFIX, Principal, attribute_lists
+from gateway.domain import Principal, attribute_lists, static_principal_name
 from gateway.errors import SetupError
-from gateway.identity_text import check_identity_text, identity_text_problem, printable
+from gateway.identity_text import identity_text_problem, printable
 from gateway.oauth import GATED_TOOLS, OAuthIdentity, ResourceServer, TokenRefused
 
 log = logging.getLogger(__name__)
@@ -99,11 +99,7 @@ class TokenEntry(BaseModel):
     @field_validator("name")
     @classmethod
     def _identity_name(cls, value: str) -> str:
-        check_identity_text(value, "the name")
-        if value.startswith(OAUTH_PREFIX):
-            # Reserved for principals of a verified OAuth token: a tokens-file entry may not pass for one.
-            raise ValueError(f"the name starts with {OAUTH_PREFIX!r}, which is reserved for OAuth subjects")
-        return value
+        return static_principal_name(value)
 
     @model_validator(mode="after")
     def _one_secret(self) -> TokenEntry:

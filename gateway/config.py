@@ -32,7 +32,7 @@ from pydantic_settings import (
 
 from gateway import managed_neo4j
 from gateway.connection import TLS_BY_SCHEME, Neo4jConnection
-from gateway.domain import DEFAULT_ATTRIBUTE, OAUTH_PREFIX, attribute_name_problem
+from gateway.domain import DEFAULT_ATTRIBUTE, attribute_name_problem, static_principal_name
 from gateway.errors import SetupError
 from gateway.identity_text import check_identity_text
 from gateway.paths import state_dir
@@ -151,10 +151,7 @@ class GatewaySettings(BaseSettings):
     @field_validator("stdio_principal")
     @classmethod
     def _stdio_name(cls, value: str) -> str:
-        check_identity_text(value, "the name")
-        if value.startswith(OAUTH_PREFIX):
-            raise ValueError(f"the name starts with {OAUTH_PREFIX!r}, which is reserved for OAuth subjects")
-        return value
+        return static_principal_name(value)
 
     @field_validator("stdio_scope")
     @classmethod

@@ -26,6 +26,18 @@ PrincipalSource = Literal["tokens", "oauth", "local", "anonymous"]
 OAUTH_PREFIX = "oauth:"
 
 
+def static_principal_name(value: str) -> str:
+    """A principal's name from a static source (tokens file, stdio settings): identity text, never ``oauth:…``.
+
+    The prefix is reserved for principals of a verified OAuth token, so a static entry cannot
+    pass for one (in pools, audit lines and summaries).
+    """
+    check_identity_text(value, "the name")
+    if value.startswith(OAUTH_PREFIX):
+        raise ValueError(f"the name starts with {OAUTH_PREFIX!r}, which is reserved for OAuth subjects")
+    return value
+
+
 # The attribute a plain scope list means, and what membership rules read by default.
 DEFAULT_ATTRIBUTE = "layers"
 # An attribute name becomes part of a reserved parameter name (``$__gw_attr_<name>``): an

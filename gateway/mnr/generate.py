@@ -22,10 +22,10 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from gateway.mnr.cases import Suite
+from gateway.mnr.runner import shown_path
 from gateway.mnr.visible_copy import Graph
 from gateway.policy import Policy, ToolName
 
@@ -461,7 +461,7 @@ def suite_queries(suites: Iterable[Suite], schema: Schema, tool: ToolName, seed:
             if resolved.tool != tool or case.layers is not None:
                 continue
             text = case.query.strip().rstrip(";")
-            origin = f"{_shown(suite.source)}::{case.id}"
+            origin = f"{shown_path(suite.source)}::{case.id}"
             for variant, how in [(text, "case"), *_mutants(text, schema, rng)]:
                 determined = _LIMIT.search(variant) is None
                 out.append(
@@ -488,12 +488,3 @@ def _mutants(text: str, schema: Schema, rng: random.Random) -> list[tuple[str, s
     if _ORDER.search(text) is None and _LIMIT.search(text):
         out.append((re.sub(r"\s+(LIMIT|SKIP)\s+\S+", "", text, flags=re.IGNORECASE), "no limit"))
     return out
-
-
-def _shown(path: Path | None) -> str:
-    if path is None:
-        return "<suite>"
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return path.name

@@ -269,9 +269,9 @@ class MnrSession:
         off = case.layers.guarding_off()
         if not off or any(permit.allows(suite, case) for permit in self.layer_permits):
             return None
-        named = f"{_shown(suite.source)}::{case.id}"
+        named = f"{shown_path(suite.source)}::{case.id}"
         return (
-            f"{_shown(suite.source)}: case {case.id!r} switches off {' and '.join(off)}, so its query would reach "
+            f"{shown_path(suite.source)}: case {case.id!r} switches off {' and '.join(off)}, so its query would reach "
             f"Neo4j unchecked; a case file alone cannot do that: allow it on the command line with "
             f"`mnr run --allow-layers-off {named}` (pytest: `--mnr-allow-layers-off {named}`)"
         )
@@ -393,7 +393,7 @@ def policy_mismatch(suite: Suite, policy: Policy) -> str:
     )
 
 
-def _shown(path: Path | None) -> str:
+def shown_path(path: Path | None) -> str:
     """A case file as a reader would type it: relative to the working directory when inside it."""
     if path is None:
         return "<suite>"
