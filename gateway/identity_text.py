@@ -18,6 +18,7 @@ escapes it for a terminal, and every CLI line that shows such text goes through 
 
 from __future__ import annotations
 
+import json
 import unicodedata
 
 # Above any real subject, user name or repository path; a claim is the issuer's data, bounded.
@@ -92,3 +93,11 @@ def printable(text: object) -> str:
 def printable_lines(text: str) -> str:
     """Multi-line ``text`` (a rendered policy) with each line made :func:`printable`; only its own line breaks stay."""
     return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def terminal_json(data: object) -> str:
+    """``data`` as compact JSON that is safe on a terminal: readable non-ASCII kept, every character an
+    identity string may not hold (bidi overrides, zero-width, private-use) written as a JSON escape, so
+    the output still parses to exactly ``data``."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return "".join(char if char.isascii() or _allowed(char) else json.dumps(char)[1:-1] for char in text)
