@@ -25,8 +25,7 @@ Counted over the final rows only, so the count says nothing about rows the resul
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import SandboxJob, ScopeCheck, VisibleKeys
@@ -34,8 +33,7 @@ from sandbox.wire import SandboxJob, ScopeCheck, VisibleKeys
 V = TypeVar("V")
 
 
-@dataclass(frozen=True)
-class Owners:
+class Owners(NamedTuple):
     """What decides an element's keys: its labels (a node) or its type (a relationship)."""
 
     kind: Literal["node", "relationship"]
@@ -76,8 +74,7 @@ def _strings(values: Any) -> frozenset[str]:
     return frozenset(v for v in values if isinstance(v, str))
 
 
-@dataclass(frozen=True)
-class _Keys:
+class _Keys(NamedTuple):
     """The keys of one kind of element: those shown (allow-list, exact) or those hidden (deny-list, lower-case)."""
 
     shown: frozenset[str] | None

@@ -92,6 +92,7 @@ def test_a_key_no_label_or_type_lists_is_refused_wherever_it_is_named(query: str
 
 def test_the_refusal_names_the_key_and_the_allow_list() -> None:
     decision = check("MATCH (r:Repository) RETURN r.apiToken", {}, "analyze", ALLOW)
+    assert decision.reason is not None
     assert "apiToken" in decision.reason and "visible_properties" in decision.reason
 
 
