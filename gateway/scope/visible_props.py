@@ -13,8 +13,8 @@ sandbox applies to elements returned whole (``sandbox/withhold.py``):
 * ``<x shows k>`` for a node: no label of ``x`` is listed without ``k``, and (when ``default``
   lacks ``k``) some label of ``x`` is listed with it; for a relationship: its type is listed
   with ``k``, or (``default`` holding ``k``) is not listed without it.
-* No CASE where every element of the kind shows ``k`` (or every type the pattern allows a
-  relationship variable): the text stays small.
+* No CASE where every element of the kind shows ``k`` (for a pattern map on a relationship:
+  every type the pattern allows): the text stays small.
 
 Which kind of element a variable holds is read from the patterns that bind it (a node pattern,
 or a single relationship) or from ``nodes(p)`` / ``relationships(p)`` a comprehension or UNWIND
@@ -43,39 +43,81 @@ _NODE, _REL = "node", "relationship"
 
 
 class _Kinds:
-    """Per variable name: the kinds of element the query's patterns bind to it, and a relationship's types."""
+    """Per variable name: the kinds of value the query binds to it anywhere (a name can stand for
+    several variables across UNION branches and subqueries, so every binding counts).
+
+    ``node`` from a node pattern, ``relationship`` from a single relationship pattern, either from
+    a comprehension or UNWIND over ``nodes(p)`` / ``relationships(p)``, the source's kinds from
+    ``WITH x AS y`` / ``LET y = x``; ``other`` from every other binding (a path, a list, a value,
+    a procedure's field). A name is of a known kind only when every binding gives that one kind.
+    """
 
     def __init__(self, parsed_nodes: list[ast.Node]) -> None:
         self.kinds: dict[str, set[str]] = {}
-        self.types: dict[str, frozenset[str] | None] = {}
-        in_groups: set[str] = set()
+        copies: list[tuple[str, str]] = []  # (bound name, the variable it copies)
         for node in parsed_nodes:
-            if isinstance(node, ast.QuantifiedPath) and node.quantifier is not None:
-                in_groups |= {n.name for n in node.walk() if isinstance(n, ast.Variable)}
-            elif isinstance(node, ast.NodePattern) and node.variable is not None:
-                self.kinds.setdefault(node.variable.name, set()).add(_NODE)
-            elif isinstance(node, ast.RelPattern) and node.variable is not None:
-                single = node.length is None and node.quantifier is None
-                self.kinds.setdefault(node.variable.name, set()).add(_REL if single else "list")
-                # Across scopes (UNION, subqueries) one name can be several variables: the union of
-                # what each pattern allows, and any type once one pattern allows any.
-                stated = _alternatives(node.types)
-                name = node.variable.name
-                before = self.types.get(name, frozenset()) if name in self.types or stated is not None else None
-                self.types[name] = None if before is None or stated is None else before | stated
-            elif isinstance(node, ast.ListComprehension | ast.Quantified | ast.Unwind):
-                source = node.expression if isinstance(node, ast.Unwind) else node.source
-                self.kinds.setdefault(node.variable.name, set()).add(_listed_kind(source))
-        for name in in_groups:
-            self.kinds.setdefault(name, set()).add("list")
+            for name, kind in _bindings(node):
+                self.kinds.setdefault(name, set()).add(kind)
+            copied = _copy(node)
+            if copied is not None:
+                copies.append(copied)
+        for _ in range(len(copies) + 1):  # a chain of copies settles within as many rounds
+            changed = False
+            for name, source in copies:
+                before = len(self.kinds.setdefault(name, set()))
+                self.kinds[name] |= self.kinds.get(source, {"other"})
+                changed = changed or len(self.kinds[name]) != before
+            if not changed:
+                break
 
     def of(self, expr: ast.Expr) -> str | None:
-        """The kind ``expr`` surely is: a variable bound only by node, or only by single relationship, patterns."""
+        """The kind ``expr`` surely is: a variable every binding of which is a node, or a relationship."""
         expr = ast.unparen(expr)
         if not isinstance(expr, ast.Variable):
             return None
         kinds = self.kinds.get(expr.name, set())
         return next(iter(kinds)) if len(kinds) == 1 and kinds <= {_NODE, _REL} else None
+
+
+def _bindings(node: ast.Node) -> list[tuple[str, str]]:
+    """The names ``node`` binds and the kind of each (a copy of a variable is left to ``_copy``)."""
+    if isinstance(node, ast.NodePattern) and node.variable is not None:
+        return [(node.variable.name, _NODE)]
+    if isinstance(node, ast.RelPattern) and node.variable is not None:
+        single = node.length is None and node.quantifier is None
+        return [(node.variable.name, _REL if single else "other")]
+    if isinstance(node, ast.QuantifiedPath) and node.quantifier is not None:
+        # Inside a quantified group every element variable is a list outside it.
+        inner = [n.name for n in node.walk() if isinstance(n, ast.Variable)]
+        return [(name, "other") for name in inner]
+    if isinstance(node, ast.Unwind):
+        return [(node.variable.name, _listed_kind(node.expression))]
+    if isinstance(node, ast.ListComprehension | ast.Quantified):
+        return [(node.variable.name, _listed_kind(node.source))]
+    if isinstance(node, ast.Reduce):
+        return [(node.accumulator.name, "other"), (node.variable.name, _listed_kind(node.source))]
+    if isinstance(node, ast.PatternPart | ast.QuantifiedPath) and node.variable is not None:
+        return [(node.variable.name, "other")]
+    if isinstance(node, ast.PatternComprehension) and node.path_variable is not None:
+        return [(node.path_variable.name, "other")]
+    if isinstance(node, ast.YieldItem):
+        return [((node.alias.name if node.alias is not None else node.name), "other")]
+    if isinstance(node, ast.ReturnItem) and node.alias is not None and _copy(node) is None:
+        return [(node.alias.name, "other")]
+    if isinstance(node, ast.LetItem) and _copy(node) is None:
+        return [(node.variable.name, "other")]
+    return []
+
+
+def _copy(node: ast.Node) -> tuple[str, str] | None:
+    """``WITH x AS y`` or ``LET y = x``: (y, x)."""
+    if isinstance(node, ast.ReturnItem) and node.alias is not None:
+        source = ast.unparen(node.expression)
+        return (node.alias.name, source.name) if isinstance(source, ast.Variable) else None
+    if isinstance(node, ast.LetItem):
+        source = ast.unparen(node.expression)
+        return (node.variable.name, source.name) if isinstance(source, ast.Variable) else None
+    return None
 
 
 def _listed_kind(source: ast.Expr) -> str:
@@ -109,7 +151,9 @@ def _listed(names: list[str]) -> str:
     return "[" + ", ".join(string_literal(n) for n in sorted(names)) + "]"
 
 
-def shows(visible: VisibleProperties, kind: str, subject: str, key: str, types: frozenset[str] | None) -> str | None:
+def shows(
+    visible: VisibleProperties, kind: str, subject: str, key: str, types: frozenset[str] | None = None
+) -> str | None:
     """Cypher true where the element ``subject`` (of ``kind``) shows ``key``; None when every such element does."""
     if kind == _NODE:
         if visible.on_every_node(key):
@@ -178,7 +222,7 @@ def _property(ctx: Context, visible: VisibleProperties, kinds: _Kinds, node: ast
         _unknown(node.key, ctx.parsed.source(node))
     subject = ast.unparen(node.subject)
     assert isinstance(subject, ast.Variable)
-    condition = shows(visible, kind, quote_name(subject.name), node.key, kinds.types.get(subject.name))
+    condition = shows(visible, kind, quote_name(subject.name), node.key)
     if condition is None:
         return
     ctx.read_wraps.append((node, f"CASE WHEN {condition} THEN ", " END"))
@@ -192,7 +236,7 @@ def _projection(ctx: Context, visible: VisibleProperties, kinds: _Kinds, node: a
         if kind is None:
             _unknown(item.key, ctx.parsed.source(node))
         subject = quote_name(node.subject.name)
-        condition = shows(visible, kind, subject, item.key, kinds.types.get(node.subject.name))
+        condition = shows(visible, kind, subject, item.key)
         if condition is not None:
             key = quote_name(item.key)
             ctx.read_items.append((node, item, f"{key}: CASE WHEN {condition} THEN {subject}.{key} END"))

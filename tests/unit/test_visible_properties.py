@@ -218,17 +218,21 @@ def test_no_case_where_every_element_shows_the_key() -> None:
     assert "CASE WHEN" not in _rewritten("MATCH (r:Repository) RETURN r.name", policy).split("RETURN")[-1]
     rel = VisibleProperties.model_validate({"relationships": {"HAS_TASK": ["since"], "OTHER": []}})
     rel_policy = MENTIS.model_copy(update={"visible_properties": rel})
-    stated = _rewritten("MATCH ()-[h:HAS_TASK]->() RETURN h.since", rel_policy)
-    assert "type(h) IN" not in stated  # the pattern fixes the type
+    # A pattern map applies to its own element, whose type the pattern fixes.
+    assert "type(h) IN" not in _rewritten("MATCH ()-[h:HAS_TASK {since: 1}]->() RETURN 1 AS x", rel_policy)
+    # A variable may be another relationship elsewhere in the query (a UNION branch, WITH x AS h).
     assert "CASE WHEN type(h) IN ['HAS_TASK'] THEN h.since END" in _rewritten(
-        "MATCH ()-[h]->() RETURN h.since", rel_policy
+        "MATCH ()-[h:HAS_TASK]->() RETURN h.since", rel_policy
     )
 
 
 @pytest.mark.parametrize(
     "query",
     [
-        "MATCH (t:Task) WITH t AS u RETURN u.title",  # u is of no known kind
+        "MATCH (t:Task) WITH t.title AS u RETURN u.title",  # u is a value
+        "MATCH (t:Task) RETURN t.title AS x UNION MATCH ()-[t]->() RETURN t.title AS x",  # t: node and relationship
+        "MATCH (t:Task) RETURN t.title AS x UNION MATCH ()-[r]->() WITH r AS t RETURN t.title AS x",
+        "MATCH p = (t:Task)-->() WITH p AS t RETURN t.title",
         "MATCH (t:Task) RETURN t['title']",
         "MATCH (t:Task) RETURN t[$key]",
     ],
@@ -237,6 +241,11 @@ def test_a_partly_visible_key_read_where_the_kind_is_unknown_is_refused(query: s
     with pytest.raises(QueryRejected) as refused:
         _rewritten(query)
     assert refused.value.rule == "scope.unsupported"
+
+
+def test_a_copy_of_a_node_is_a_node() -> None:
+    text = _rewritten("CYPHER 25 MATCH (t:Task) WITH t AS u LET v = u RETURN v.title")
+    assert "CASE WHEN any(__gw_label IN labels(v) WHERE __gw_label IN ['Task'])" in text
 
 
 def test_nodes_of_a_path_are_nodes() -> None:
