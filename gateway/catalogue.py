@@ -127,6 +127,13 @@ PROPERTY_HIDDEN = Rule(
     "property_exists() and dynamic property access that the text and parameters do not resolve are refused.",
     "guard",
 )
+PROPERTY_NOT_VISIBLE = Rule(
+    "property.not_visible",
+    "Under visible_properties (the allow-list), a property key listed for no label, no relationship type and "
+    "not in default may not be named anywhere (exact names); properties(), keys(), .* map projections, "
+    "property_exists() and dynamic property access that the text and parameters do not resolve are refused.",
+    "guard",
+)
 PATTERN_UNBOUNDED = Rule(
     "pattern.unbounded",
     "Variable-length patterns need an upper bound unless the policy allows unbounded ones.",
@@ -257,6 +264,7 @@ CATALOGUE: tuple[Rule, ...] = (
     LABEL_DENIED,
     RELATIONSHIP_DENIED,
     PROPERTY_HIDDEN,
+    PROPERTY_NOT_VISIBLE,
     PATTERN_UNBOUNDED,
     PATTERN_TOO_MANY_HOPS,
     SIZE_RANGE,

@@ -154,7 +154,8 @@ class ToolResult(BaseModel):
     withheld: int = Field(
         0,
         description="How many nodes and relationships in `rows` are shown without the properties the policy hides "
-        "for their label or type (the `schema` tool does not list those keys either).",
+        "for their label or type (the `schema` tool does not list those keys either); under an allow-list "
+        "(visible_properties) every one, since each shows only the keys listed for it.",
     )
     queryType: QueryType | None = None
     durationMs: float = 0.0

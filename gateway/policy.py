@@ -20,7 +20,8 @@ from gateway.cypher.ast import CypherVersion
 from gateway.errors import SetupError
 from gateway.paths import resource
 from gateway.roles import Roles
-from sandbox.wire import Untagged
+from sandbox.wire import Untagged, VisibleKeys
+from sandbox.withhold import Withholding
 
 # The policies shipped in the package: the repository's policies/, built into the wheel.
 POLICIES_DIR = resource("policies")
@@ -340,7 +341,7 @@ class HiddenProperties(RootModel[dict[str, frozenset[str]]]):
     def _plain_keys(self) -> HiddenProperties:
         for owner, keys in self.root.items():
             for name in (owner, *keys):
-                if not name or name != name.strip() or any(ch in name for ch in "*?[]`.$") or not name.isprintable():
+                if not _plain_name(name):
                     raise ValueError(
                         f"hidden_properties entry {name!r} (under {owner!r}) must be one plain label, type or "
                         "property key: no wildcards, dots, backticks or surrounding spaces"
@@ -354,6 +355,69 @@ class HiddenProperties(RootModel[dict[str, frozenset[str]]]):
     def by_owner(self) -> dict[str, list[str]]:
         """Label or type -> its hidden keys, sorted: what the sandbox job carries."""
         return {owner: sorted(keys) for owner, keys in sorted(self.root.items()) if keys}
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name == name.strip() and not any(ch in name for ch in "*?[]`.$") and name.isprintable()
+
+
+class VisibleProperties(_Strict):
+    """The property keys an answer may show: an allow-list, per label, per relationship type, by default.
+
+    A key nobody listed is hidden: never returned, refused when a query names it, absent from the
+    schema tool. Names are exact (Neo4j's labels, types and keys are case-sensitive): ``apiToken``
+    listed does not make ``apitoken`` visible.
+
+    A node sees the keys listed for **every** one of its labels that has an entry (the
+    intersection: a second listed label can only take keys away); a node none of whose labels has
+    an entry sees ``default``. A label without an entry adds nothing (a marker label such as a
+    fixture's changes no answer). A relationship sees its type's list, else ``default``.
+    ``default`` absent is empty.
+
+    The keys the scope rules read (the membership property, an equality rule's, filters, pins)
+    need not be listed: the rewrite and the sandbox's result check read them regardless, and the
+    answer never shows them unless they are listed.
+    """
+
+    nodes: dict[str, frozenset[str]] = Field(default_factory=dict)
+    relationships: dict[str, frozenset[str]] = Field(default_factory=dict)
+    default: frozenset[str] = frozenset()
+
+    @model_validator(mode="after")
+    def _plain_names(self) -> VisibleProperties:
+        listed = [("default", key) for key in self.default]
+        for kind, owners in (("nodes", self.nodes), ("relationships", self.relationships)):
+            for owner, keys in owners.items():
+                listed += [(f"{kind}.{owner}", name) for name in (owner, *keys)]
+        for where, name in listed:
+            if not _plain_name(name):
+                raise ValueError(
+                    f"visible_properties entry {name!r} (under {where}) must be one plain label, type or "
+                    "property key: no wildcards, dots, backticks or surrounding spaces"
+                )
+        return self
+
+    def names(self) -> frozenset[str]:
+        """Every key visible on some element: a key outside this set is visible nowhere."""
+        return frozenset(self.default).union(*self.nodes.values(), *self.relationships.values())
+
+    def on_every_node(self, key: str) -> bool:
+        """Whether every node, whatever its labels, sees ``key``."""
+        return key in self.default and all(key in keys for keys in self.nodes.values())
+
+    def on_every_relationship(self, key: str, types: frozenset[str] | None = None) -> bool:
+        """Whether every relationship (of one of ``types``, when given) sees ``key``."""
+        if types is not None:
+            return all(key in self.relationships.get(t, self.default) for t in types)
+        return key in self.default and all(key in keys for keys in self.relationships.values())
+
+    def wire(self) -> VisibleKeys:
+        """What the sandbox job carries (sorted lists)."""
+        return VisibleKeys(
+            nodes={label: sorted(keys) for label, keys in sorted(self.nodes.items())},
+            relationships={rel: sorted(keys) for rel, keys in sorted(self.relationships.items())},
+            default=sorted(self.default),
+        )
 
 
 class ReservedParameters(_Strict):
@@ -418,6 +482,8 @@ class Policy(_Strict):
     reserved_parameters: ReservedParameters = ReservedParameters()
     scope: ScopeSettings = ScopeSettings()
     hidden_properties: HiddenProperties = HiddenProperties()
+    # The allow-list (fails closed); without it, hidden_properties is the deny-list (fails open).
+    visible_properties: VisibleProperties | None = None
     cypher: CypherSettings = CypherSettings()
     sandbox: SandboxPolicy = SandboxPolicy()
     tools: dict[ToolName, ToolPolicy]
@@ -433,6 +499,11 @@ class Policy(_Strict):
             raise ValueError(
                 f"scope.scope_parameter {self.scope.scope_parameter!r} must be a reserved parameter "
                 "(listed in reserved_parameters.keys or matching a prefix), or callers could set it"
+            )
+        if self.visible_properties is not None and self.hidden_properties.names():
+            raise ValueError(
+                "visible_properties and hidden_properties cannot both be given: with the allow-list, a key "
+                "not listed is already hidden; remove hidden_properties"
             )
         for name in self.scope_attributes():
             if name != DEFAULT_ATTRIBUTE and not self.reserved_parameters.is_reserved(attribute_parameter(name)):
@@ -452,6 +523,27 @@ class Policy(_Strict):
 
     def tool(self, name: ToolName) -> ToolPolicy:
         return self.tools[name]
+
+    def hides_properties(self) -> bool:
+        """Whether some property key is kept out of answers (always so under the allow-list)."""
+        return self.visible_properties is not None or bool(self.hidden_properties.names())
+
+    def key_hidden_everywhere(self, key: str) -> bool:
+        """Whether no element shows ``key``: not in the allow-list (exact name), or in the deny-list (any case).
+
+        The deny-list hides a key by name whatever label lists it (gateway.guard.hidden says why).
+        """
+        if self.visible_properties is not None:
+            return key not in self.visible_properties.names()
+        return key.lower() in {name.lower() for name in self.hidden_properties.names()}
+
+    def withholding(self) -> Withholding:
+        """What the sandbox removes from elements returned whole, as the gateway re-counts it."""
+        return Withholding(self.hidden_properties.by_owner(), visible=self.visible_keys())
+
+    def visible_keys(self) -> VisibleKeys | None:
+        """The allow-list as a sandbox job carries it (None: the deny-list form)."""
+        return self.visible_properties.wire() if self.visible_properties is not None else None
 
     def hidden_relationship_types(self, tool: ToolName) -> frozenset[str]:
         """Relationship types ``tool`` never shows or traverses, named or not.

@@ -1,8 +1,9 @@
 """Whether a policy fits the graph it is pointed at: each misfit a finding with its fix.
 
 What the policy model alone cannot know, because it needs the graph: a property the policy
-names (``hidden_properties``) that no element of its label or type carries (a misspelling
-fails open: the real key is shown), a label or relationship type the policy names that
+names (``hidden_properties``, ``visible_properties``) that no element of its label or type
+carries (a misspelt hidden key fails open: the real key is shown; a misspelt visible one hides
+the real key), a label or relationship type the policy names that
 exists nowhere (a template's placeholder, a typo), and a ``public`` rule on a label whose
 elements carry a property the rules scope by. One check needs no graph (``static_findings``):
 a ``public`` label other labels derive their visibility from opens them too.
@@ -84,6 +85,15 @@ def property_refs(policy: Policy) -> list[PropertyRef]:
         for owner, keys in policy.hidden_properties.by_owner().items()
         for key in keys
     ]
+    visible = policy.visible_properties
+    if visible is not None:
+        for group, owners in (("nodes", visible.nodes), ("relationships", visible.relationships)):
+            refs += [
+                PropertyRef(owner, key, f"visible_properties.{group}.{owner}")
+                for owner, keys in sorted(owners.items())
+                for key in sorted(keys)
+            ]
+        refs += [PropertyRef(None, key, "visible_properties.default") for key in sorted(visible.default)]
     return refs
 
 

@@ -36,7 +36,6 @@ from gateway.policy import HiddenProperties, Limits, Policy, ToolName
 from gateway.runner import Runner, error_for, job_for
 from gateway.scope.narrow import RequestedScope, narrowed
 from sandbox.wire import Notification, SandboxResult
-from sandbox.withhold import Withholding
 
 log = logging.getLogger("gateway.service")
 
@@ -194,6 +193,7 @@ class Gateway:
             result_check=prepared.plan.result_check, database=self.database,
             explain_check=self.layers.explain_check, cypher_version=prepared.language,
             original_cypher=prepared.text, hidden_properties=self.policy.hidden_properties.by_owner(),
+            visible_properties=self.policy.visible_keys(),
         )  # fmt: skip
         try:
             sandbox_result = self.runner.run(job, principal, arrived=started)
@@ -212,7 +212,7 @@ class Gateway:
         result = answer.fit(_tool_result(tool, sandbox_result, notifications), limits.max_bytes)
         if result.withheld and result.rowCount < sandbox_result.row_count:
             # Rows cut to fit: count only the elements still in the answer.
-            elements, _ = Withholding(self.policy.hidden_properties.by_owner()).apply(result.rows)
+            elements, _ = self.policy.withholding().apply(result.rows)
             result = result.model_copy(update={"withheld": elements})
         if self.standing_degraded:
             reason = result.degradedReason or self.standing_reason
@@ -257,8 +257,7 @@ class Gateway:
         truncated = False
         rows = size = 0
         hidden = self.policy.hidden_relationship_types("analyze")
-        # Hidden property keys are never listed (compared as the guard compares them).
-        hidden_lowered = {name.lower() for name in self.policy.hidden_properties.names()}
+        # A key no element shows is never listed (the guard's reading: gateway.policy.key_hidden_everywhere).
         for key, cypher in _SCHEMA_QUERIES.items():
             # Each sub-query waits for its sandbox as a query of its own would (busy_wait_ms from now).
             result = self._run(
@@ -273,7 +272,7 @@ class Gateway:
                 for row in result.rows
                 if isinstance(row[0], str)
                 and row[0] not in hidden
-                and (key != "propertyKeys" or row[0].lower() not in hidden_lowered)
+                and (key != "propertyKeys" or not self.policy.key_hidden_everywhere(row[0]))
             ]
         return SchemaResult(**answer, truncated=truncated), rows, size
 
@@ -361,9 +360,9 @@ def _schema_policy(policy: Policy) -> Policy:
     Only those fixed queries (``_SCHEMA_QUERIES``), never an agent's: ``_schema`` drops the hidden
     keys from their answer, so the hidden-properties rule, which refuses ``keys()``, is left out.
     """
-    if not policy.hidden_properties.names():
+    if not policy.hides_properties():
         return policy
-    return policy.model_copy(update={"hidden_properties": HiddenProperties()})
+    return policy.model_copy(update={"hidden_properties": HiddenProperties(), "visible_properties": None})
 
 
 def _bound_params(params: Mapping[str, Any], limits: Limits) -> None:

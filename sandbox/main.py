@@ -105,9 +105,10 @@ def _apply_scope(job: SandboxJob, result: SandboxResult, confirmed: frozenset[st
 
 def _withhold(job: SandboxJob, result: SandboxResult) -> SandboxResult:
     """Hidden properties: the keys the result check needed go now; the answer says how many elements hide some."""
-    if not job.hidden_properties or not result.ok:
+    withholding = Withholding.for_job(job)
+    if withholding is None or not result.ok:
         return result
-    elements, removed = Withholding(job.hidden_properties).apply(result.rows)
+    elements, removed = withholding.apply(result.rows)
     if not elements:
         return result
     size = result.bytes

@@ -28,7 +28,7 @@ from sandbox.serialize import JsonValue, RowCollector
 from sandbox.tagged import TYPE_KEY
 from sandbox.tls import context_or_error, tls_failure
 from sandbox.wire import Notification, SandboxError, SandboxErrorCode, SandboxJob, SandboxResult, failure
-from sandbox.withhold import PropertiesOf, Withholding
+from sandbox.withhold import PropertiesOf, Withholding, owners_of
 
 TYPED_JSON = "application/vnd.neo4j.query"
 # Reading more than this many times the byte limit means the rows cannot fit anyway.
@@ -57,22 +57,23 @@ def _props(value: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonV
     return {k: from_typed(v, shown) for k, v in (value or {}).items()}
 
 
-def _element_props(owners: list[Any], value: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
+def _element_props(kind: str, v: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
+    value = v.get("_properties", {})
     if shown is None:
         return _props(value, None)
-    return shown(owners, value or {}, lambda v: from_typed(v, shown))
+    return shown(owners_of({"$type": kind, "_value": v}), value or {}, lambda x: from_typed(x, shown))
 
 
 def _node(v: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
     labels = v.get("_labels", [])
     return {TYPE_KEY: "node", "elementId": v.get("_element_id"), "labels": sorted(labels),
-            "properties": _element_props(labels, v.get("_properties", {}), shown)}  # fmt: skip
+            "properties": _element_props("Node", v, shown)}  # fmt: skip
 
 
 def _rel(v: dict[str, Any], shown: PropertiesOf | None) -> dict[str, JsonValue]:
     return {TYPE_KEY: "relationship", "elementId": v.get("_element_id"), "type": v.get("_type"),
             "startElementId": v.get("_start_node_element_id"), "endElementId": v.get("_end_node_element_id"),
-            "properties": _element_props([v.get("_type")], v.get("_properties", {}), shown)}  # fmt: skip
+            "properties": _element_props("Relationship", v, shown)}  # fmt: skip
 
 
 def from_typed(value: Any, shown: PropertiesOf | None = None) -> JsonValue:

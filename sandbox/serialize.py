@@ -29,7 +29,7 @@ from neo4j.time import Date, DateTime, Duration, Time
 
 from sandbox.tagged import TYPE_KEY
 from sandbox.wire import Truncation
-from sandbox.withhold import PropertiesOf, Withholding
+from sandbox.withhold import Owners, PropertiesOf, Withholding, owners_of
 
 # Neo4j's typed JSON (the Query API's answer) tags its elements so.
 TYPED_ELEMENTS = ("Node", "Relationship")
@@ -39,12 +39,12 @@ JsonValue = Any  # None | bool | int | float | str | list[JsonValue] | dict[str,
 Convert = Callable[[Any, PropertiesOf | None], JsonValue]
 
 
-def all_properties(_owners: Iterable[str], properties: Mapping[str, Any], convert: Callable[[Any], Any]) -> JsonValue:
+def all_properties(_owners: Owners, properties: Mapping[str, Any], convert: Callable[[Any], Any]) -> JsonValue:
     return {key: convert(value) for key, value in properties.items()}
 
 
-def _properties(owners: Iterable[str], entity: Node | Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
-    return (shown or all_properties)(owners, entity, lambda value: to_json(value, shown))
+def _properties(entity: Node | Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+    return (shown or all_properties)(owners_of(entity), entity, lambda value: to_json(value, shown))
 
 
 def _node(node: Node, shown: PropertiesOf | None) -> dict[str, JsonValue]:
@@ -52,7 +52,7 @@ def _node(node: Node, shown: PropertiesOf | None) -> dict[str, JsonValue]:
         TYPE_KEY: "node",
         "elementId": node.element_id,
         "labels": sorted(node.labels),
-        "properties": _properties(node.labels, node, shown),
+        "properties": _properties(node, shown),
     }
 
 
@@ -64,7 +64,7 @@ def _relationship(rel: Relationship, shown: PropertiesOf | None) -> dict[str, Js
         "type": rel.type,
         "startElementId": start.element_id if start is not None else None,
         "endElementId": end.element_id if end is not None else None,
-        "properties": _properties((rel.type,), rel, shown),
+        "properties": _properties(rel, shown),
     }
 
 
@@ -186,13 +186,12 @@ def min_size(value: Any, budget: int, withholding: Withholding | None = None) ->
         elif isinstance(item, bytes | bytearray):
             total += (len(item) * 4) // 3
         elif isinstance(item, Node | Relationship):
-            owners: Iterable[str] = item.labels if isinstance(item, Node) else (item.type,)
-            stack.extend(withholding.split(owners, item)[0].values() if withholding is not None else item.values())
+            shown = withholding.split(owners_of(item), item)[0] if withholding is not None else item
+            stack.extend(shown.values())
             total += 2
         elif withholding is not None and isinstance(item, Mapping) and item.get(TYPE_KEY) in TYPED_ELEMENTS:
             element = item.get("_value") or {}
-            owners = (element.get("_labels") or []) if item[TYPE_KEY] == "Node" else [str(element.get("_type"))]
-            stack.extend(withholding.split(owners, element.get("_properties") or {})[0].values())
+            stack.extend(withholding.split(owners_of(item), element.get("_properties") or {})[0].values())
             total += 2
         elif isinstance(item, Path):
             stack.extend(item.nodes)
@@ -279,7 +278,7 @@ class HeldBack:
         self._held: list[tuple[dict[str, JsonValue], dict[str, Any], Callable[[Any], JsonValue]]] = []
 
     def properties(
-        self, owners: Iterable[str], properties: Mapping[str, Any], convert: Callable[[Any], JsonValue]
+        self, owners: Owners, properties: Mapping[str, Any], convert: Callable[[Any], JsonValue]
     ) -> dict[str, JsonValue]:
         shown, held = self.withholding.split(owners, properties)
         out = {key: convert(value) for key, value in shown.items()}

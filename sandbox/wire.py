@@ -184,6 +184,21 @@ class ScopeCheck:
 
 
 @dataclass(frozen=True, kw_only=True)
+class VisibleKeys:
+    """The policy's visible_properties: the only keys an element returned whole keeps (exact names).
+
+    A node keeps the keys listed for every one of its labels that has an entry (the intersection),
+    ``default`` when none has; a relationship those of its type, else ``default``.
+    """
+
+    __pydantic_config__ = _STRICT
+
+    nodes: dict[str, list[str]] = field(default_factory=dict)
+    relationships: dict[str, list[str]] = field(default_factory=dict)
+    default: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class SandboxJob:
     """One query to run, already approved by the guard and rewritten for scope."""
 
@@ -208,6 +223,8 @@ class SandboxJob:
     # The policy's hidden_properties (label or type -> keys): removed from every node and
     # relationship the answer returns whole (sandbox/withhold.py).
     hidden_properties: dict[str, list[str]] = field(default_factory=dict)
+    # The policy's visible_properties: when given, every key it does not list is removed instead.
+    visible_properties: VisibleKeys | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -181,9 +181,42 @@ def _handle_check(args: argparse.Namespace) -> int:
     return EXIT_ALLOWED if result.allowed else EXIT_REJECTED
 
 
+def property_sentences(policy: Policy) -> list[str]:
+    """Which properties an answer may show, and how names are compared, in a reviewer's words."""
+    visible = policy.visible_properties
+    if visible is None:
+        hidden = policy.hidden_properties.by_owner()
+        return [
+            "properties: a deny-list (hidden_properties), which fails open: a key it does not name, misspelt or "
+            "added to the graph later, is shown; names are compared case-insensitively (apiToken hides APITOKEN)",
+            "hidden properties (never named by a query, never in an answer or the schema tool): "
+            + ("; ".join(f"{owner}: {', '.join(keys)}" for owner, keys in hidden.items()) or "none"),
+        ]
+
+    def keys(names: frozenset[str]) -> str:
+        return ", ".join(sorted(names)) or "(none)"
+
+    lines = [
+        "properties: an allow-list (visible_properties), which fails closed: a key not listed for an element is "
+        "never in an answer, never in the schema tool, and refused when a query names it while no label or type "
+        "lists it; names are exact (apiToken does not show APITOKEN)",
+        "properties: a node shows the keys listed for every one of its labels that has a list (the "
+        "intersection), default when none has; a relationship its type's, else default",
+    ]
+    lines += [f"visible properties of :{label}: {keys(names)}" for label, names in sorted(visible.nodes.items())]
+    lines += [f"visible properties of [:{rel}]: {keys(names)}" for rel, names in sorted(visible.relationships.items())]
+    lines.append(f"visible properties by default: {keys(visible.default)}")
+    return lines
+
+
 def lint_warnings(policy: Policy) -> list[str]:
     """Valid but suspicious settings a reviewer should look at."""
     warnings: list[str] = []
+    if policy.visible_properties is None and policy.hidden_properties.names():
+        warnings.append(
+            "hidden_properties is a deny-list and fails open: a key it does not name (misspelt, or added to the "
+            "graph later) is shown; list what an answer may show in visible_properties instead"
+        )
     if policy.scope.untagged == "global":
         warnings.append(
             f"scope.untagged is global: an element without {policy.scope.layers_property!r} is visible to every "
@@ -364,11 +397,7 @@ def render_policy(policy: Policy) -> str:
         lines.append(f"scope: {untagged_sentence(policy)}")
     for sentence in rule_sentences(policy):
         lines.append(f"scope: {sentence}")
-    hidden = policy.hidden_properties.by_owner()
-    lines.append(
-        "hidden properties (never named by a query, never in an answer or the schema tool): "
-        + ("; ".join(f"{owner}: {', '.join(keys)}" for owner, keys in hidden.items()) or "none")
-    )
+    lines += property_sentences(policy)
     sb = policy.sandbox
     reuse = (
         "one query per container"

@@ -3,12 +3,12 @@
 The shipped policies are the templates (``default``, ``mentis``, ``mindreader``: the files in
 ``policies/``). The text is copied as it is, comments included (they are the reviewer's
 explanation), under a header saying where it came from. ``--scope-property NAME`` renames the
-template's scope property throughout: the property its membership / equality rules read
-(``layers`` for the default and Mindreader policies, a Repository's ``name`` for Mentis),
-in ``scope.layers_property``, in every rule, filter and pin that names it, and in the
-comments' `backticked` mentions. The rename is checked on the result: the renamed file must
-read exactly ``NAME`` where the template read the old property, otherwise nothing is written.
-"""
+template's scope property throughout: the property its membership / equality rules read (``layers``
+for the default and Mindreader policies, a Repository's ``name`` for Mentis), in
+``scope.layers_property``, in every rule, filter and pin that names it, in the
+``visible_properties`` lists that show it, and in the comments' `backticked` mentions. The rename is
+checked on the result: the renamed file must read exactly ``NAME`` where the template read the old
+property, otherwise nothing is written."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from gateway.policy import PolicyError
 # A property name as the rules embed it in Cypher: a plain identifier (no backticks needed).
 _PROPERTY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RULE_GROUPS = ("nodes", "relationships")
+# The top-level visible_properties block: its line and every indented or comment line after it.
+_VISIBLE_BLOCK = re.compile(r"(?m)^visible_properties:.*\n(?:(?:[ \t]+.*|#.*|)\n)*")
 
 
 def scope_properties(document: dict[str, Any]) -> set[str]:
@@ -91,6 +93,10 @@ def _renamed(name: str, text: str, document: dict[str, Any], new: str) -> str:
     block = re.compile(rf"(?m)^(?P<key>\s*(?:-\s+)?(?:layers_)?property:\s*){quoted}(?=\s*(?:#.*)?$)")
     flow = re.compile(rf"(?P<key>[{{,]\s*(?:layers_)?property:\s*){quoted}(?=\s*[,}}])")
     renamed = flow.sub(lambda m: m["key"] + new, block.sub(lambda m: m["key"] + new, text))
+    # The allow-list's entries naming it (`Repository: [name]`): the key the rules read is the one shown.
+    renamed = _VISIBLE_BLOCK.sub(
+        lambda b: re.sub(r"\[[^\]\n]*\]", lambda m: re.sub(rf"\b{re.escape(old)}\b", new, m[0]), b[0]), renamed
+    )
     # Comments: `backticked` mentions of the old property, so the explanation still reads true.
     word = re.compile(rf"\b{re.escape(old)}\b")
     renamed = re.sub(r"`[^`\n]*`", lambda m: word.sub(new, m[0]), renamed)

@@ -27,12 +27,19 @@ them (``sandbox/withhold.py``). Neo4j's runtime errors, which can quote a value,
 as their code while the scope rewrite is on (``scope.withheld_details``). A procedure reads what it
 likes (a vector index query ranks by the embedding): the scope rewrite refuses every procedure call,
 and a policy that hides a property must not allow one that reads it.
+
+Under the allow-list (``visible_properties``) the same checks run with "hidden" read as "visible on
+no element": a key listed under no label, no type and not in ``default`` (exact names, as Neo4j
+compares keys) is refused wherever the query names it (rule ``property.not_visible``), and, as the
+allow-list always hides something, ``properties()``, ``keys()``, ``{.*}`` and unresolved dynamic
+keys are always refused. A key visible on some elements but not others is left to the scope
+rewrite (``gateway/scope/visible_props.py``), which makes it null where it is not visible.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gateway.cypher import ParsedQuery, ast
@@ -56,26 +63,39 @@ def hidden_property_use(
     """Why ``parsed`` may reach a property in ``hidden`` (by any name in it), or None when it cannot."""
     if not hidden:
         return None
-    check = _Check(parsed, params, frozenset(h.lower() for h in hidden), policy_name)
-    for node in parsed.walk():
-        reason = check.node(node)
-        if reason is not None:
-            return reason
-    return None
+    lowered = frozenset(h.lower() for h in hidden)
+    return _Check(
+        parsed, params, lambda key: key.lower() in lowered, f"which policy {policy_name!r} hides", policy_name
+    ).run()
+
+
+def invisible_property_use(
+    parsed: ParsedQuery, params: Mapping[str, Any], visible: frozenset[str], policy_name: str
+) -> str | None:
+    """Why ``parsed`` may reach a property visible on no element (none of ``visible``, exact names), or None."""
+    says = f"which is not in policy {policy_name!r}'s visible_properties (visible on no label, type nor by default)"
+    return _Check(parsed, params, lambda key: key not in visible, says, policy_name).run()
 
 
 class _Check:
-    def __init__(self, parsed: ParsedQuery, params: Mapping[str, Any], hidden: frozenset[str], policy: str) -> None:
+    def __init__(
+        self, parsed: ParsedQuery, params: Mapping[str, Any], hides: Callable[[str], bool], says: str, policy: str
+    ) -> None:
         self.parsed = parsed
         self.params = params
-        self.hidden = hidden
+        self.is_hidden = hides
+        self.says = says
         self.policy = policy
 
-    def is_hidden(self, key: str) -> bool:
-        return key.lower() in self.hidden
+    def run(self) -> str | None:
+        for node in self.parsed.walk():
+            reason = self.node(node)
+            if reason is not None:
+                return reason
+        return None
 
     def named(self, verb: str, key: str, text: str) -> str:
-        return f"the query {verb} the property {key} ({text}), which policy {self.policy!r} hides"
+        return f"the query {verb} the property {key} ({text}), {self.says}"
 
     def node(self, node: ast.Node) -> str | None:
         if isinstance(node, ast.Property):

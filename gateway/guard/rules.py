@@ -20,7 +20,7 @@ from typing import Any
 from gateway import catalogue
 from gateway.cypher import ParsedQuery, ast
 from gateway.guard.facts import Facts
-from gateway.guard.hidden import hidden_property_use
+from gateway.guard.hidden import hidden_property_use, invisible_property_use
 from gateway.guard.size_walk import SizeReport, measure
 from gateway.policy import Policy, ToolName, ToolPolicy
 
@@ -230,6 +230,13 @@ def _hidden_properties(ctx: Context) -> str | None:
     return hidden_property_use(ctx.parsed, ctx.params, ctx.policy.hidden_properties.names(), ctx.policy.name)
 
 
+def _invisible_properties(ctx: Context) -> str | None:
+    visible = ctx.policy.visible_properties
+    if visible is None:
+        return None
+    return invisible_property_use(ctx.parsed, ctx.params, visible.names(), ctx.policy.name)
+
+
 def _unbounded(ctx: Context) -> str | None:
     limits = ctx.tool_policy.limits
     if limits.allow_unbounded_var_length:
@@ -285,6 +292,7 @@ RULES: tuple[GuardRule, ...] = (
     GuardRule(catalogue.LABEL_DENIED, _labels),
     GuardRule(catalogue.RELATIONSHIP_DENIED, _rel_types),
     GuardRule(catalogue.PROPERTY_HIDDEN, _hidden_properties),
+    GuardRule(catalogue.PROPERTY_NOT_VISIBLE, _invisible_properties),
     GuardRule(catalogue.PATTERN_UNBOUNDED, _unbounded),
     GuardRule(catalogue.PATTERN_TOO_MANY_HOPS, _hops),
     GuardRule(catalogue.SIZE_RANGE, _size(catalogue.SIZE_RANGE)),

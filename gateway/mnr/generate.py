@@ -28,6 +28,7 @@ from gateway.mnr.cases import Suite
 from gateway.mnr.runner import shown_path
 from gateway.mnr.visible_copy import Graph
 from gateway.policy import Policy, ToolName
+from sandbox.withhold import Owners
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SAMPLES_PER_KEY = 6
@@ -101,18 +102,19 @@ class Schema:
 
     @classmethod
     def of(cls, graph: Graph, policy: Policy) -> Schema:
-        hidden = {k.lower() for k in policy.hidden_properties.names()}
+        withholding = policy.withholding()
         keys: dict[str, set[str]] = {}
         values: dict[tuple[str, str], set[str]] = {}
         raw: dict[str, Any] = {}
         strings: set[str] = set()
-        for owners, props in [(n.labels, n.properties) for n in graph.nodes.values()] + [
-            (frozenset({r.type}), r.properties) for r in graph.rels.values()
-        ]:
-            for owner in owners:
+        elements = [Owners("node", n.labels) for n in graph.nodes.values()]
+        elements += [Owners("relationship", frozenset({r.type})) for r in graph.rels.values()]
+        all_props = [n.properties for n in graph.nodes.values()] + [r.properties for r in graph.rels.values()]
+        for element, every in zip(elements, all_props, strict=True):
+            # Only the keys the element shows (the sandbox's reading, allow-list or deny-list).
+            props = withholding.split(element, every)[0]
+            for owner in element.names:
                 for key, value in props.items():
-                    if key.lower() in hidden:
-                        continue
                     keys.setdefault(owner, set()).add(key)
                     text = literal(value)
                     if text is not None and len(text) <= MAX_STRING:

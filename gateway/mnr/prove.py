@@ -36,6 +36,7 @@ from gateway.mnr.shrink import shrink
 from gateway.mnr.visible_copy import Graph, GraphNode, GraphRel, VisibilityModel, export_graph, load_copy
 from gateway.policy import TOOL_NAMES, Policy, ToolName, VisibilityRule
 from gateway.service import Gateway
+from sandbox.withhold import Withholding
 
 PROGRESS_EVERY = 50
 BUSY_PATIENCE_SECONDS = 120.0
@@ -359,7 +360,7 @@ class Prover:
             query,
             limits.timeout_seconds,
             FULL_ROWS,
-            self.policy.hidden_properties.by_owner(),
+            self.policy.withholding() if self.policy.hides_properties() else None,
         )
         return gateway, copy, full
 
@@ -400,14 +401,13 @@ def _plain_answer(
     query: Query,
     timeout: float,
     max_rows: int,
-    hidden: dict[str, list[str]] | None = None,
+    withholding: Withholding | None = None,
 ) -> Answer:
     """Plain Cypher in a READ transaction; rows as the sandbox would serialize them."""
     import neo4j
     from neo4j.exceptions import ClientError, DatabaseError, TransientError
 
     from sandbox.serialize import to_json
-    from sandbox.withhold import Withholding
 
     rows: list[list[Any]] = []
     truncated = False
@@ -426,8 +426,8 @@ def _plain_answer(
         code = getattr(exc, "code", "") or ""
         timed_out = "TimedOut" in code or "Timeout" in code or "terminated" in message.lower()
         return Answer.of_error(message, timed_out=timed_out)
-    if hidden:
-        Withholding(hidden).apply(rows)
+    if withholding is not None:
+        withholding.apply(rows)
     return Answer.of_rows(rows, truncated=truncated)
 
 

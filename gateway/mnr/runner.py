@@ -139,7 +139,7 @@ class MnrSession:
         self._runner_ready = not isinstance(runner, _Unset)
         self._runner: Runner | None = None if isinstance(runner, _Unset) else runner
         self._driver: Any = None
-        self._gateways: dict[LayerSwitches, Gateway] = {}
+        self._gateways: dict[tuple[LayerSwitches, str | None], Gateway] = {}
         # fixture path -> content hash seeded in this session, and its element index.
         self._seeded: dict[Path, str] = {}
 
@@ -173,16 +173,22 @@ class MnrSession:
             self._started.runner.wait_ready(READY_TIMEOUT_SECONDS)
         return self._started.runner
 
-    def _gateway(self, case: Case) -> Gateway:
-        return self.gateway(self.layers or LayerSwitches(**(case.layers.model_dump() if case.layers else {})))
+    def _gateway(self, case: Case, key_property: str | None = None) -> Gateway:
+        switches = self.layers or LayerSwitches(**(case.layers.model_dump() if case.layers else {}))
+        return self.gateway(switches, key_property)
 
-    def gateway(self, switches: LayerSwitches | None = None) -> Gateway:
-        """The session's Gateway with these layer switches (every layer on when None), composed once."""
+    def gateway(self, switches: LayerSwitches | None = None, key_property: str | None = None) -> Gateway:
+        """The session's Gateway with these layer switches (every layer on when None), composed once.
+
+        ``key_property``: a suite's fixture key, shown under an allow-list that does not list it
+        (``harness_policy``).
+        """
         switches = switches or LayerSwitches()
-        gateway = self._gateways.get(switches)
+        gateway = self._gateways.get((switches, key_property))
         if gateway is None:
-            composed = compose(self.settings, runner=self.runner, policy=self.policy, layers=switches, audit=False)
-            gateway = self._gateways[switches] = composed.gateway
+            policy = harness_policy(self.policy, key_property) if key_property is not None else self.policy
+            composed = compose(self.settings, runner=self.runner, policy=policy, layers=switches, audit=False)
+            gateway = self._gateways[(switches, key_property)] = composed.gateway
         return gateway
 
     # --- fixtures ----------------------------------------------------------------------------
@@ -248,7 +254,7 @@ class MnrSession:
                     ]
                     break
                 outcome = blank.model_copy(deep=True)
-                self._judge(resolved, Matcher(suite.key_property, elements), outcome)
+                self._judge(resolved, Matcher(suite.key_property, elements), outcome, suite.key_property)
                 if _same_ids(elements, self._index(suite)):
                     break
                 # The fixture was reseeded while the case ran: this verdict is void; run it again.
@@ -286,9 +292,9 @@ class MnrSession:
             elements = self._index(suite)
         return elements
 
-    def _judge(self, resolved: ResolvedCase, matcher: Matcher, outcome: CaseOutcome) -> None:
+    def _judge(self, resolved: ResolvedCase, matcher: Matcher, outcome: CaseOutcome, key_property: str) -> None:
         case = resolved.case
-        gateway = self._gateway(case)
+        gateway = self._gateway(case, key_property)
         principal = resolved.principal.principal()
         failures: list[str] = []
         try:
@@ -405,6 +411,25 @@ def shown_path(path: Path | None) -> str:
 
 def _same_ids(before: dict[str, FixtureElement], after: dict[str, FixtureElement]) -> bool:
     return {k: v.element_ids for k, v in before.items()} == {k: v.element_ids for k, v in after.items()}
+
+
+def harness_policy(policy: Policy, key_property: str) -> Policy:
+    """``policy`` with a suite's fixture key visible on every element, when its allow-list does not list it.
+
+    The key (``uid``) is the harness's name for a fixture element (docs/mnr.md), not the graph's data:
+    a case may project it (``RETURN f.uid``) whatever the policy under test lists. Nothing else changes.
+    """
+    visible = policy.visible_properties
+    if visible is None or (visible.on_every_node(key_property) and visible.on_every_relationship(key_property)):
+        return policy
+    widened = visible.model_copy(
+        update={
+            "nodes": {label: keys | {key_property} for label, keys in visible.nodes.items()},
+            "relationships": {rel: keys | {key_property} for rel, keys in visible.relationships.items()},
+            "default": visible.default | {key_property},
+        }
+    )
+    return policy.model_copy(update={"visible_properties": widened})
 
 
 def _unknown_uids(case: Case, elements: dict[str, FixtureElement]) -> list[str]:

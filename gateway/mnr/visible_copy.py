@@ -27,6 +27,7 @@ from gateway.policy import (
     VisibilityRule,
     derived_path,
 )
+from sandbox.withhold import Owners
 
 # The bound the scope rewrite also puts on anchors within anchors (policies refuse cycles).
 MAX_DERIVED_DEPTH = 8
@@ -311,25 +312,18 @@ class VisibilityModel:
 
     def visible(self) -> Graph:
         """The visible copy: visible nodes, visible relationships between them, hidden properties removed."""
-        hidden = {
-            owner.lower(): {k.lower() for k in keys} for owner, keys in self.policy.hidden_properties.root.items()
-        }
+        # The sandbox's own reading of which keys an element shows (allow-list or deny-list).
+        withholding = self.policy.withholding()
         copy = Graph()
         for node in self.graph.nodes.values():
             if self.node_visible(node):
-                copy.nodes[node.id] = GraphNode(node.id, node.labels, _without(node.properties, node.labels, hidden))
+                shown, _ = withholding.split(Owners("node", node.labels), node.properties)
+                copy.nodes[node.id] = GraphNode(node.id, node.labels, shown)
         for rel in self.graph.rels.values():
             if rel.start in copy.nodes and rel.end in copy.nodes and self.rel_visible(rel):
-                props = _without(rel.properties, frozenset({rel.type}), hidden)
-                copy.rels[rel.id] = GraphRel(rel.id, rel.type, rel.start, rel.end, props)
+                shown, _ = withholding.split(Owners("relationship", frozenset({rel.type})), rel.properties)
+                copy.rels[rel.id] = GraphRel(rel.id, rel.type, rel.start, rel.end, shown)
         return copy
-
-
-def _without(props: Mapping[str, Any], owners: frozenset[str], hidden: dict[str, set[str]]) -> dict[str, Any]:
-    keys: set[str] = set()
-    for owner in owners:
-        keys |= hidden.get(owner.lower(), set())
-    return {k: v for k, v in props.items() if k.lower() not in keys}
 
 
 def _cypher_equal(a: Any, b: Any) -> bool:

@@ -27,7 +27,6 @@ from gateway.scope.predicates import Predicates, quote_name
 from gateway.scope.rules import MAX_DERIVED_DEPTH, ToolRules
 from gateway.scope_survey import Run
 from sandbox.tagged import TYPE_KEY
-from sandbox.withhold import Withholding
 
 ElementKind = Literal["node", "relationship"]
 
@@ -284,7 +283,7 @@ def matrix(
 ) -> Matrix:  # fmt: skip
     """Per principal, per label and relationship type: how many elements it sees, and which keys."""
     predicates, rules = _predicates(policy, tool)
-    withholding = Withholding(policy.hidden_properties.by_owner())
+    withholding = policy.withholding()
     rows: dict[str, dict[str, Cell]] = {}
     for principal in principals:
         values = _params(rules, principal, params or {})

@@ -14,7 +14,7 @@ from typing import Any
 
 from gateway.cypher.ast import CypherVersion
 from gateway.policy import ToolPolicy
-from sandbox.wire import TX_METADATA_QUERY_ID, SandboxJob, ScopeCheck
+from sandbox.wire import TX_METADATA_QUERY_ID, SandboxJob, ScopeCheck, VisibleKeys
 
 
 def job_for(
@@ -29,6 +29,7 @@ def job_for(
     cypher_version: CypherVersion | None = None,
     original_cypher: str | None = None,
     hidden_properties: Mapping[str, list[str]] | None = None,
+    visible_properties: VisibleKeys | None = None,
 ) -> SandboxJob:
     """The sandbox job for one approved query under ``tool``'s policy.
 
@@ -42,6 +43,8 @@ def job_for(
     first, so Neo4j's refusal of what the agent wrote is the answer.
     ``hidden_properties`` is the policy's (label or type -> keys, ``HiddenProperties.by_owner``):
     the sandbox removes them from every node and relationship the answer returns whole.
+    ``visible_properties`` is the policy's allow-list (``VisibleProperties.wire``): when given, the
+    sandbox removes every key it does not list instead.
     """
     limits = tool.limits
     return SandboxJob(
@@ -61,6 +64,7 @@ def job_for(
         explain_check=explain_check,
         scope=result_check,
         hidden_properties=dict(hidden_properties or {}),
+        visible_properties=visible_properties,
     )
 
 

@@ -19,6 +19,7 @@ subquery only imports (``CALL (x) { … }``, EXISTS/COUNT/COLLECT bodies) are no
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from gateway.cypher import ParsedQuery, ast
@@ -38,16 +39,23 @@ class _Part:
     generated: set[str] = field(default_factory=set)
 
 
-def keep_agent_columns(parsed: ParsedQuery, edits: Edits, generated: dict[ast.PatternPart, list[str]]) -> None:
+def keep_agent_columns(
+    parsed: ParsedQuery,
+    edits: Edits,
+    generated: dict[ast.PatternPart, list[str]],
+    rewritten: Container[ast.Node] = frozenset(),
+) -> None:
     """Record the edits that keep generated variables out of ``*`` and rewritten text out of column names.
 
     ``generated`` maps each MATCH pattern part to the names the rewrite gave in it (its path, its
-    anonymous elements).
+    anonymous elements); ``rewritten`` holds the other nodes whose text the rewrite changed.
     """
     for node in parsed.walk():
         if isinstance(node, ast.Return):
             for item in node.projection.items:
-                if item.alias is None and any(isinstance(n, _REWRITTEN) for n in item.expression.walk()):
+                if item.alias is None and any(
+                    isinstance(n, _REWRITTEN) or n in rewritten for n in item.expression.walk()
+                ):
                     edits.close(item, f" AS {_backticked(column_name(parsed, item))}")
     columns = _Columns(parsed, edits, generated)
     for statement in parsed.statements:

@@ -46,6 +46,7 @@ from gateway.scope.columns import keep_agent_columns
 from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
+from gateway.scope.visible_props import find_unlisted_reads, write_unlisted_reads
 
 # Selectors whose MATCH-level WHERE is applied during the search (legacy shortestPath) or that
 # select nothing (ALL). GQL ANY / SHORTEST k / ALL SHORTEST / … GROUPS select paths *before* the
@@ -91,6 +92,10 @@ class Context:
     element_names: dict[ast.Node, str] = field(default_factory=dict)  # anonymous elements the rewrite named
     handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
     bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
+    # Reads of keys some elements do not show (visible_props): (node, opener, closer) wrappers, and
+    # map projection items replaced (projection, item, text).
+    read_wraps: list[tuple[ast.Node, str, str]] = field(default_factory=list)
+    read_items: list[tuple[ast.MapProjection, ast.MapProjectionItem, str]] = field(default_factory=list)
     frame: Frame = field(default_factory=Frame)
     _counters: dict[str, int] = field(default_factory=dict)
 
@@ -1004,7 +1009,8 @@ def _is_exists_function(node: ast.Node) -> bool:
 
 def keep_columns(ctx: Context) -> None:
     """The agent's columns stay its own: no generated variable in ``*``, no rewritten text as a name."""
-    keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated)
+    rewritten = {node for node, _, _ in ctx.read_wraps} | {node for node, _, _ in ctx.read_items}
+    keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated, rewritten)
 
 
 def refuse_unscoped(ctx: Context) -> None:
@@ -1021,7 +1027,9 @@ PASSES: tuple[Pass, ...] = (
     refuse_element_ids,
     refuse_unscopable,
     scope_patterns,
+    find_unlisted_reads,
     keep_columns,
+    write_unlisted_reads,
     refuse_unscoped,
 )
 

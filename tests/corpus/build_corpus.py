@@ -54,7 +54,11 @@ relabel = {
 from gateway.guard import check
 from gateway.policy import load_policy
 
-POL = {"default": load_policy(), "permissive": load_policy(REPO / "tests/corpus/policies/permissive.yaml")}
+POL = {
+    "default": load_policy(),
+    "permissive": load_policy(REPO / "tests/corpus/policies/permissive.yaml"),
+    "allowlist": load_policy(REPO / "tests/corpus/policies/allowlist.yaml"),
+}
 
 
 def add(
@@ -1035,6 +1039,20 @@ for q, expect, tags in [
 ]:
     add(q, expect, "property.hidden" if expect == "deny" else None, label=S if expect == "deny" else R, tags=tags,
         policy="permissive", note="the test policy hides password")  # fmt: skip
+
+# The allow-list under its test policy (Secret shows id; every other label id and name): a key
+# listed nowhere, or in another case, is refused wherever it is named; whole elements are allowed.
+for q, expect, tags in [
+    ("MATCH (n) RETURN n.password", "deny", ["not-visible-property", "projection"]),
+    ("MATCH (n) WHERE n.password STARTS WITH 'a' RETURN count(n)", "deny", ["not-visible-property", "where"]),
+    ("MATCH (n) RETURN n.ID", "deny", ["not-visible-property", "exact-case"]),
+    ("MATCH (n) RETURN n {.*}", "deny", ["not-visible-property", "map-projection-all"]),
+    ("MATCH (n) RETURN properties(n)", "deny", ["not-visible-property", "properties"]),
+    ("MATCH (n) RETURN keys(n)", "deny", ["not-visible-property", "keys"]),
+    ("MATCH (n) RETURN n, n.id, n.name", "allow", ["not-visible-property", "whole-element"]),
+]:
+    add(q, expect, "property.not_visible" if expect == "deny" else None, label=S if expect == "deny" else R,
+        tags=tags, policy="allowlist", note="the test policy lists id and name")  # fmt: skip
 
 # sanity: every case decides as labelled with the current guard
 bad = []

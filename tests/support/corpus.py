@@ -11,6 +11,7 @@ from tests.support.paths import CORPUS_DIR
 
 CORPUS_PATH = CORPUS_DIR / "guard.jsonl"
 PERMISSIVE_POLICY_PATH = CORPUS_DIR / "policies" / "permissive.yaml"
+ALLOWLIST_POLICY_PATH = CORPUS_DIR / "policies" / "allowlist.yaml"
 
 
 class CorpusCase(TypedDict):
@@ -22,7 +23,7 @@ class CorpusCase(TypedDict):
     rule: str | None
     tool: Literal["analyze", "recall"]
     params: dict[str, Any]
-    policy: Literal["default", "permissive"]
+    policy: Literal["default", "permissive", "allowlist"]
     tags: list[str]
     note: str
     origin: str
@@ -42,7 +43,11 @@ def allowed_cases() -> list[CorpusCase]:
 @cache
 def corpus_policies() -> dict[str, Policy]:
     """The policies a corpus case can name, by the name it uses."""
-    return {"default": load_policy(), "permissive": load_policy(PERMISSIVE_POLICY_PATH)}
+    return {
+        "default": load_policy(),
+        "permissive": load_policy(PERMISSIVE_POLICY_PATH),
+        "allowlist": load_policy(ALLOWLIST_POLICY_PATH),
+    }
 
 
 def policy_for(case: CorpusCase) -> Policy:

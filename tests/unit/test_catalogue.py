@@ -16,6 +16,7 @@ from gateway.guard import RULES
 from gateway.policy import Policy, load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.corpus import policy_for
 from tests.support.stub_runner import RunnerStub
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -106,8 +107,7 @@ def test_every_rule_in_the_catalogue_is_produced_by_some_request() -> None:
     for rule in catalogue.CATALOGUE:
         if rule.stage in ("parse", "guard"):
             case = _corpus_example(rule.id)
-            through_check(PERMISSIVE if case["policy"] == "permissive" else POLICY, case["tool"], case["query"],
-                          case["params"])  # fmt: skip
+            through_check(policy_for(case), case["tool"], case["query"], case["params"])  # type: ignore[arg-type]
     through_check(POLICY, "analyze", "   ", {})
     through_check(POLICY, "analyze", "RETURN 1 AS x", {"": 1})
     through_check(POLICY, "analyze", "MATCH (__gw_a) RETURN count(*) AS d", {})

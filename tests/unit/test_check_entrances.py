@@ -36,6 +36,7 @@ TOOLS = ("analyze", "recall")
 POLICY_FILES = {
     "default": DEFAULT_POLICY_PATH,
     "permissive": REPO / "tests" / "corpus" / "policies" / "permissive.yaml",
+    "allowlist": REPO / "tests" / "corpus" / "policies" / "allowlist.yaml",
 }
 CASES = [(case, tool) for case in CORPUS for tool in TOOLS]
 Key = tuple[int, str]

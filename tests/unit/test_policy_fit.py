@@ -25,8 +25,22 @@ MENTIS_SHAPES = Shapes(
     labels={
         "Repository": frozenset({"uid", "slug", "apiToken"}),
         "Task": frozenset({"uid", "id", "title"}),
-        "Attempt": frozenset({"uid", "action", "embedding"}),
-        "Conclusion": frozenset({"uid", "inference", "embedding"}),
+        "Attempt": frozenset(
+            {"uid", "id", "action", "observation", "affectedFiles", "inference", "check", "createdAt", "embedding"}
+        ),
+        "Conclusion": frozenset(
+            {
+                "uid",
+                "id",
+                "inference",
+                "check",
+                "createdAt",
+                "outdatedAt",
+                "outdatedReason",
+                "latestCommit",
+                "embedding",
+            }
+        ),
     },
     types={"HAS_TASK": frozenset(), "HAS_ATTEMPT": frozenset(), "HAS_CONCLUSION": frozenset()},
 )
@@ -37,6 +51,8 @@ def _mentis(scope_property: str = "slug", **changes: Any) -> Policy:
     text = render_template("mentis", POLICIES_DIR / "mentis.yaml", scope_property)
     policy = Policy.model_validate(__import__("yaml").safe_load(text))
     raw = policy.model_dump(mode="json")
+    if "hidden_properties" in changes:
+        raw["visible_properties"] = None  # the deny-list form instead of the template's allow-list
     for dotted, value in changes.items():
         node = raw
         *path, last = dotted.split("__")
@@ -63,9 +79,17 @@ def test_a_near_miss_is_found_whatever_the_case_and_separators(
 
 
 def test_the_template_fits_its_own_shape() -> None:
+    assert graph_findings(_mentis(), MENTIS_SHAPES) == [] and static_findings(_mentis()) == []
     policy = _mentis(hidden_properties={"Attempt": ["embedding"], "Conclusion": ["embedding"]})
     assert graph_findings(policy, MENTIS_SHAPES) == []
     assert static_findings(policy) == []
+
+
+def test_a_misspelt_visible_property_is_named_with_the_key_the_graph_has() -> None:
+    policy = _mentis(visible_properties__nodes__Task=["id", "Title"])
+    (finding,) = graph_findings(policy, MENTIS_SHAPES)
+    assert "visible_properties.nodes.Task names 'Title', which no Task carries" in finding.problem
+    assert finding.fix == "write 'title' for 'Title' in visible_properties.nodes.Task"
 
 
 def test_a_misspelt_hidden_property_fails_with_the_key_the_graph_has() -> None:
@@ -89,7 +113,9 @@ def test_a_hidden_property_of_a_label_that_exists_nowhere_is_named() -> None:
 
 
 def test_a_rule_reading_a_misspelt_property_is_named_with_the_near_miss() -> None:
-    rule, pin = graph_findings(_mentis("Slug"), MENTIS_SHAPES)
+    # The allow-list shows the renamed key too: it is named as well.
+    shown, rule, pin = graph_findings(_mentis("Slug"), MENTIS_SHAPES)
+    assert "visible_properties.nodes.Repository names 'Slug'" in shown.problem and "'slug'" in shown.problem
     assert "scope.nodes.Repository names 'Slug'" in rule.problem and "carry 'slug'" in rule.problem
     assert "tools.recall.pins.Repository names 'Slug'" in pin.problem
 
@@ -142,7 +168,9 @@ def test_the_mentis_template_names_no_mindreader_types() -> None:
     policy = load_policy(POLICIES_DIR / "mentis.yaml")
     assert policy.scope.bookkeeping_relationship_types == frozenset()
     assert all(not policy.tool(t).denied_relationship_types for t in ("recall", "analyze"))
-    named = MENTIS_SHAPES.model_copy(update={"labels": {**MENTIS_SHAPES.labels, "Repository": frozenset({"name"})}})
+    named = MENTIS_SHAPES.model_copy(
+        update={"labels": {**MENTIS_SHAPES.labels, "Repository": frozenset({"name", "apiToken"})}}
+    )
     assert graph_findings(policy, named) == []
 
 

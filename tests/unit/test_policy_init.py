@@ -74,7 +74,10 @@ def test_mentis_template_renames_the_repository_property_in_its_rule_and_its_pin
     pins = document["tools"]["recall"]["pins"]
     assert pins["Repository"] == {"property": "repo_name", "parameter": "repository"}
     assert pins["Task"] == {"property": "id", "parameter": "taskId"}  # not the scope property: kept
-    assert document["hidden_properties"] == {"Attempt": ["embedding"], "Conclusion": ["embedding"]}
+    # The allow-list shows the renamed key where it showed the old one; the others are kept.
+    visible = document["visible_properties"]["nodes"]
+    assert visible["Repository"] == ["repo_name"] and visible["Task"] == ["id", "title"]
+    assert "embedding" not in visible["Attempt"] and "hidden_properties" not in document
 
 
 def test_every_shipped_template_has_exactly_one_scope_property() -> None:

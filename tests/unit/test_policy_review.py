@@ -73,8 +73,12 @@ def _fake_graph(cypher: str, params: dict[str, Any]) -> list[list[Any]]:
 
 
 def test_the_matrix_counts_per_principal_and_lists_what_an_answer_shows() -> None:
+    # The deny-list form: the template's allow-list set aside.
     policy = MENTIS.model_copy(
-        update={"hidden_properties": type(MENTIS.hidden_properties).model_validate({"Repository": ["apiToken"]})}
+        update={
+            "hidden_properties": type(MENTIS.hidden_properties).model_validate({"Repository": ["apiToken"]}),
+            "visible_properties": None,
+        }
     )
     principals = [parse_principal("ci:repositories=acme/api"), parse_principal("nobody")]
     found = matrix(policy, _fake_graph, principals)
@@ -85,6 +89,11 @@ def test_the_matrix_counts_per_principal_and_lists_what_an_answer_shows() -> Non
     table = render_matrix(found)
     assert "label Repository" in table and "1/2" in table and "0/2" in table
     assert "label Repository, ci: slug, uid" in table
+    # The allow-list form: only the listed key, whatever else the elements carry.
+    assert MENTIS.visible_properties is not None
+    listed = MENTIS.visible_properties.model_copy(update={"nodes": {"Repository": frozenset({"slug"})}})
+    allowed = matrix(MENTIS.model_copy(update={"visible_properties": listed}), _fake_graph, principals)
+    assert allowed.rows["label Repository"]["ci"].properties == ["slug"]
 
     page = _Page()
     text = matrix_html(found, "mentis <b>", principals)

@@ -138,5 +138,7 @@ def test_a_mapping_narrows_both_layers_of_a_run() -> None:
 
 
 def test_check_says_the_rule_for_an_unappliable_scope() -> None:
-    result = Gateway(MENTIS, RunnerStub()).check("analyze", QUERY, {}, DEV, scope=[])
+    # A key the Mentis allow-list shows: the answer is the scope's rule, not the property's.
+    query = "MATCH (t:Task) RETURN t.title AS title"
+    result = Gateway(MENTIS, RunnerStub()).check("analyze", query, {}, DEV, scope=[])
     assert not result.allowed and result.rule == catalogue.SCOPE_UNAPPLIABLE.id

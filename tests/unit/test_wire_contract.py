@@ -22,6 +22,7 @@ from sandbox.wire import (
     SandboxJob,
     SandboxResult,
     ScopeCheck,
+    VisibleKeys,
     WireError,
     decode,
     failure,
@@ -39,6 +40,7 @@ FULL_JOB = SandboxJob(
     procedures_allowed=["db.labels"],
     explain_check=False,
     scope=ScopeCheck(layers_property="layers", layers=["a"], hidden_relationship_types=["SUPERSEDES"]),
+    visible_properties=VisibleKeys(nodes={"A": ["x"]}, relationships={"T": []}, default=["name"]),
 )
 FULL_RESULT = SandboxResult(
     query_id="q1",

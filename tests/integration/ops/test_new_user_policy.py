@@ -7,9 +7,10 @@ property is named ``layer_ids``:
     cypher-gateway mnr run --policy my.yaml my-suite/          (their own must-not-retrieve suite)
 
 and on a Mentis-shaped graph whose repositories are named by ``slug`` and hold a secret
-``apiToken``, with the mistakes such a user makes (a misspelt hidden property, ``public`` on a
-label others derive from) caught by ``doctor`` and ``policy lint --graph``, and seen by a
-reviewer through ``policy explain`` and ``policy matrix --html``.
+``apiToken``: the template's allow-list (``visible_properties``) never shows the secret; the
+mistakes such a user makes instead (a deny-list with the secret misspelt, ``public`` on a label
+others derive from) are caught by ``doctor`` and ``policy lint --graph``, and seen by a reviewer
+through ``policy explain`` and ``policy matrix --html``.
 
 Marked ``rule_kinds``: the template is written in the rule vocabulary of decision 0018
 (per-label membership rules, ``validTo`` filters), which the policy model must accept.
@@ -166,10 +167,16 @@ CREATE (r1:NewUserMentis:Repository {uid: 'nu-repo-api', slug: 'acme/api', apiTo
        (r2:NewUserMentis:Repository {uid: 'nu-repo-ops', slug: 'umbrella/ops', apiToken: 's3cr3t-ops'}),
        (r1)-[:HAS_TASK {uid: 'nu-ht-1'}]->(t1:NewUserMentis:Task {uid: 'nu-task-1', id: 'API-1', title: 'Fix login'}),
        (r2)-[:HAS_TASK {uid: 'nu-ht-2'}]->(t2:NewUserMentis:Task {uid: 'nu-task-2', id: 'OPS-1', title: 'Rotate'}),
-       (t1)-[:HAS_ATTEMPT {uid: 'nu-ha-1'}]->(:NewUserMentis:Attempt {uid: 'nu-att-1', action: 'a', embedding: [0.1]}),
-       (t2)-[:HAS_CONCLUSION {uid: 'nu-hc-2'}]->(:NewUserMentis:Conclusion {uid: 'nu-con-2', inference: 'i',
-                                                                           embedding: [0.2]});
+       (t1)-[:HAS_ATTEMPT {uid: 'nu-ha-1'}]->(:NewUserMentis:Attempt {uid: 'nu-att-1', id: 'att-1', action: 'a',
+           observation: 'o', affectedFiles: ['a.py'], inference: 'i', check: 'passed', createdAt: 1,
+           embedding: [0.1]}),
+       (t2)-[:HAS_CONCLUSION {uid: 'nu-hc-2'}]->(:NewUserMentis:Conclusion {uid: 'nu-con-2', id: 'con-2',
+           inference: 'i', check: 'failed', createdAt: 2, outdatedAt: 3, outdatedReason: 'r', latestCommit: 'c',
+           embedding: [0.2]});
 """
+# The template's allow-list, and the deny-list a user might write instead (the secret misspelt).
+TEMPLATE_VISIBLE = "visible_properties:\n"
+DENY_LIST = "hidden_properties:\n  Repository: [api_token]\n  Attempt: [embedding]\n  Conclusion: [embedding]\n"
 DERIVED_TASK = 'Task: {kind: derived, path: "(x)<-[:HAS_TASK]-(anchor:Repository)"}'
 
 
@@ -206,16 +213,18 @@ def test_a_mentis_user_s_misspelt_secret_and_public_task_are_caught_before_they_
     assert init.returncode == 0, init.stderr
     assert "its name" not in init.stdout and "CONTRADICTS" not in init.stdout
     assert DERIVED_TASK in init.stdout
-    # The user's two mistakes: the secret's key misspelt, and tasks opened to every caller.
+    # The template lists what an answer shows: the user's secret is not listed, so it cannot leak.
+    assert TEMPLATE_VISIBLE in init.stdout and "hidden_properties:" not in init.stdout.replace("# ", "")
+    start = init.stdout.index(TEMPLATE_VISIBLE)
+    end = init.stdout.index("\nsandbox:", start) + 1
+    allow_list = init.stdout
+    # The user's two mistakes: a deny-list instead, with the secret's key misspelt, and tasks opened to every caller.
     broken = tmp_path / "broken.yaml"
     broken.write_text(
-        init.stdout.replace("  Attempt: [embedding]\n", "  Repository: [api_token]\n  Attempt: [embedding]\n", 1)
-        .replace(DERIVED_TASK, "Task: {kind: public}", 1)
-    )  # fmt: skip
-    fixed = tmp_path / "fixed.yaml"
-    fixed.write_text(
-        init.stdout.replace("  Attempt: [embedding]\n", "  Repository: [apiToken]\n  Attempt: [embedding]\n", 1)
+        (init.stdout[:start] + DENY_LIST + "\n" + init.stdout[end:]).replace(DERIVED_TASK, "Task: {kind: public}", 1)
     )
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(allow_list)
     graph = tmp_path / "graph.cypher"
     graph.write_text(MENTIS_USER_GRAPH)
     try:
@@ -250,6 +259,21 @@ def test_a_mentis_user_s_misspelt_secret_and_public_task_are_caught_before_they_
         assert lint.returncode == 1, lint.stdout + lint.stderr
         assert "fix: write 'apiToken' for 'api_token' in hidden_properties.Repository" in lint.stdout
         assert "problem: scope.nodes.Task is public" in lint.stdout
+        assert "hidden_properties is a deny-list and fails open" in lint.stdout
+
+        # The allow-list form: the token is in no answer, refused by name, and the graph fits it.
+        allowed = _cli(["policy", "matrix", "--policy", str(fixed), "--fixture", str(graph),
+                        "--principal", "ci:repositories=acme/api"], env, tmp_path)  # fmt: skip
+        assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+        assert "label Repository, ci: slug" in allowed.stdout and "apiToken" not in allowed.stdout
+        named = subprocess.run(
+            [*CLI, "check", "--tool", "analyze", "--attribute", "repositories=acme/api"],
+            input="MATCH (r:Repository) RETURN r.apiToken", capture_output=True, text=True, timeout=120,
+            env={**env, "GATEWAY_POLICY_FILE": str(fixed)}, cwd=tmp_path,
+        )  # fmt: skip
+        assert named.returncode != 0 and "property.not_visible" in named.stdout, named.stdout + named.stderr
+        show = _cli(["policy", "show", str(fixed)], env, tmp_path)
+        assert "which fails closed" in show.stdout and "names are exact" in show.stdout, show.stdout
 
         doctor = _cli(["doctor", "--json"], {**env, "GATEWAY_POLICY_FILE": str(fixed)}, tmp_path)
         scope = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}["scope vs graph"]
