@@ -170,7 +170,7 @@ def test_a_derived_path_that_cannot_be_held_is_refused_naming_the_problem(
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"Repository": {"kind": "equality", "property": "name"}}, "names its property and the caller's attribute"),
+        ({"Repository": {"kind": "equality", "property": "name"}}, "an equality rule names its attribute"),
         ({"Catalog": {"kind": "public", "property": "x"}}, "a public rule takes no property"),
         ({"Fact": {"kind": "membership", "attribute": "has space"}}, "must be an identifier"),
         ({"Fact": {"kind": "sometimes"}}, "Fact.kind"),
