@@ -20,7 +20,7 @@ def _wire(rule: VisibilityRule, ctx: WireContext) -> ElementRule:
 
 
 def _sentence(rule: VisibilityRule, subject: str, ctx: SentenceContext) -> str:
-    return f"{subject} exists"
+    return "it exists" if subject == "its" else f"{subject} exists"
 
 
 SPEC = RuleKindSpec(

@@ -36,18 +36,23 @@ def properties(rule: VisibilityRule) -> tuple[str, str]:
     return rule.from_property or DEFAULT_FROM, rule.to_property or DEFAULT_TO
 
 
+# Neo4j orders two datetimes of different zones that name the same instant as neither equal nor
+# before one another: every instant is compared in one zone, UTC as a fixed offset.
+_UTC = "'+00:00'"
+
+
 def _instant(value: str) -> str:
     """Cases of a CASE mapping the bound ``value`` to its instant (no ELSE: null for anything else)."""
     return (
-        f"WHEN {value} IS :: ZONED DATETIME NOT NULL THEN {value} "
-        f"WHEN {value} IS :: DATE NOT NULL THEN datetime({{date: {value}, timezone: 'UTC'}})"
+        f"WHEN {value} IS :: ZONED DATETIME NOT NULL THEN datetime({{datetime: {value}, timezone: {_UTC}}}) "
+        f"WHEN {value} IS :: DATE NOT NULL THEN datetime({{date: {value}, timezone: {_UTC}}})"
     )
 
 
 def _text(rule: VisibilityRule, var: str, ctx: TextContext) -> str:
     start, end = (ctx.quote(name) for name in properties(rule))
     since, until = f"{GENERATED_PREFIX}tf", f"{GENERATED_PREFIX}tt"
-    now = f"datetime(${NOW_PARAMETER})"
+    now = f"datetime({{datetime: datetime(${NOW_PARAMETER}), timezone: {_UTC}}})"
     # Each comparison inside CASE: a value of another type yields false, never an error.
     return (
         f"any({since} IN [{var}.{start}] WHERE any({until} IN [{var}.{end}] WHERE "
