@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (a table of stored values reads better one per line)
 """The time-valid rule against the real Neo4j: for each stored type of ``validFrom`` / ``validTo``,
 the rewrite's text (evaluated by Neo4j with the request's ``$__gw_now``) and the sandbox's check
 (on the element as the sandbox serializes it) give the same, expected verdict.
