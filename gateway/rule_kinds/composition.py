@@ -31,6 +31,17 @@ def _validate(rule: VisibilityRule) -> None:
         raise ValueError(f"{rule.kind} rules nest at most {MAX_NESTING} deep")
 
 
+def without(rule: VisibilityRule, part: VisibilityRule) -> VisibilityRule | None:
+    """What an ``all_of`` asks beyond ``part`` when ``part`` is one of its rules (the rewrite
+    writes a rule shared with the default once); None for any other rule."""
+    if rule.kind != ALL_OF.name or part not in (rule.rules or ()):
+        return None
+    rest = tuple(sub for sub in rule.rules or () if sub != part)
+    if not rest:
+        return part
+    return rest[0] if len(rest) == 1 else rule.model_copy(update={"rules": rest})
+
+
 def _sub_rules(rule: VisibilityRule) -> tuple[VisibilityRule, ...]:
     return tuple(rule.rules or ())
 

@@ -36,28 +36,31 @@ def properties(rule: VisibilityRule) -> tuple[str, str]:
     return rule.from_property or DEFAULT_FROM, rule.to_property or DEFAULT_TO
 
 
-# Neo4j orders two datetimes of different zones that name the same instant as neither equal nor
-# before one another: every instant is compared in one zone, UTC as a fixed offset.
-_UTC = "'+00:00'"
+def _compared(value: str) -> str:
+    return f"{value} IS :: ZONED DATETIME NOT NULL OR {value} IS :: DATE NOT NULL"
 
 
-def _instant(value: str) -> str:
-    """Cases of a CASE mapping the bound ``value`` to its instant (no ELSE: null for anything else)."""
-    return (
-        f"WHEN {value} IS :: ZONED DATETIME NOT NULL THEN datetime({{datetime: {value}, timezone: {_UTC}}}) "
-        f"WHEN {value} IS :: DATE NOT NULL THEN datetime({{date: {value}, timezone: {_UTC}}})"
-    )
+def _seconds_until_now(value: str) -> str:
+    """Whole seconds from the bound ``value`` to the request's instant, rounded down: ``>= 0`` is
+    ``value <= now``.
+
+    ``duration.inSeconds`` measures between instants whatever the zones (``<=`` does not: Neo4j
+    orders two datetimes naming one instant in different zones as neither equal nor before), and
+    reads a DATE as its midnight in the other value's zone: the gateway writes the instant at
+    +00:00, so a date is its midnight UTC.
+    """
+    return f"duration.inSeconds({value}, datetime(${NOW_PARAMETER})).seconds"
 
 
 def _text(rule: VisibilityRule, var: str, ctx: TextContext) -> str:
     start, end = (ctx.quote(name) for name in properties(rule))
     since, until = f"{GENERATED_PREFIX}tf", f"{GENERATED_PREFIX}tt"
-    now = f"datetime({{datetime: datetime(${NOW_PARAMETER}), timezone: {_UTC}}})"
-    # Each comparison inside CASE: a value of another type yields false, never an error.
+    # Each test inside CASE: a value of another type yields false, never an error.
     return (
         f"any({since} IN [{var}.{start}] WHERE any({until} IN [{var}.{end}] WHERE "
-        f"coalesce(CASE {_instant(since)} END <= {now}, false) AND "
-        f"CASE WHEN {until} IS NULL THEN true ELSE coalesce({now} < CASE {_instant(until)} END, false) END))"
+        f"CASE WHEN {_compared(since)} THEN {_seconds_until_now(since)} >= 0 ELSE false END AND "
+        f"CASE WHEN {until} IS NULL THEN true WHEN {_compared(until)} THEN {_seconds_until_now(until)} < 0 "
+        "ELSE false END))"
     )
 
 

@@ -41,6 +41,7 @@ from gateway.policy import (
     VisibilityRule,
     attribute_parameter,
 )
+from gateway.rule_kinds import composition
 from gateway.rule_kinds.base import FALSE, TRUE
 from gateway.rule_kinds.derived import is_derived
 
@@ -215,7 +216,12 @@ class ToolRules:
         default = self.scope.default
         if rule_kinds.spec(default).constant is not None:
             return frozenset()
-        return frozenset(label for label, rule in self.scope.nodes.items() if rule == default)
+        # An all_of that holds the default among its rules shares it too; the rest is its own.
+        return frozenset(
+            label
+            for label, rule in self.scope.nodes.items()
+            if rule == default or composition.without(rule, default) is not None
+        )
 
     def _default(
         self, var: str, labels: frozenset[str], depth: int, named: set[str], shared: frozenset[str]
@@ -242,14 +248,16 @@ class ToolRules:
     def _label(
         self, var: str, label: str, depth: int, *, stated: bool, chained: bool = False, own_rule: bool = True
     ) -> str:
-        """``label``'s conditions; ``own_rule`` False: its rule is the default's, written once apart."""
+        """``label``'s conditions; ``own_rule`` False: its rule shares the default's, written once apart,
+        so only what it asks beyond the default is written here."""
         parts: list[str] = []
-        rule = self.scope.nodes.get(label) if own_rule else None
-        if rule is not None:
+        full = self.scope.nodes.get(label)
+        rule = full if own_rule or full is None else composition.without(full, self.scope.default)
+        if rule is not None and full is not None:
             if rule_kinds.needs_neo4j(rule) and depth > 0 and not stated:
                 # An anchor carrying a derived label its path does not state: hidden, not recursed.
                 parts.append(FALSE)
-            elif not (is_derived(rule) and stated and chained):
+            elif not (is_derived(full) and stated and chained):
                 parts.append(self._rule(var, rule, depth))
         parts += [self._filter(var, f, depth) for f in self.filters.get(label, ())]
         pin = self.pins.get(label)

@@ -86,10 +86,15 @@ def test_the_rewrite_and_the_sandbox_agree_on_every_stored_type(
     check = _Rules(ScopeCheck(layers_property="layers", layers=[], now=NOW), frozenset())
     rule = ElementRule(kind="time_valid", from_property="validFrom", to_property="validTo")
     rewrite = {r["case"]: r["visible"] for r in records}
-    sandbox = {r["case"]: check.rule(rule, to_json(r["n"])["properties"]) for r in records}  # type: ignore[index, arg-type]
+    sandbox = {r["case"]: check.rule(rule, _properties(to_json(r["n"]))) for r in records}
     expected = {name: visible for name, (_, visible) in CASES.items()}
     assert rewrite == expected
     assert sandbox == expected
+
+
+def _properties(node: Any) -> dict[str, Any]:
+    assert isinstance(node, dict) and isinstance(node["properties"], dict)
+    return node["properties"]
 
 
 def test_the_requests_instant_reads_alike_in_neo4j_and_in_the_sandbox(neo4j_driver: Any, neo4j_connection: Any) -> None:
