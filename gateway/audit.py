@@ -68,9 +68,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def kept_text(text: str) -> str:
+    """A name or value as a line keeps it: its first ``MAX_KEY_CHARS`` characters, then ``…``."""
+    return text if len(text) <= MAX_KEY_CHARS else text[:MAX_KEY_CHARS] + "…"
+
+
 def _capped_keys(keys: Iterable[object]) -> list[str]:
     names = sorted(str(k) for k in keys)
-    return [name if len(name) <= MAX_KEY_CHARS else name[:MAX_KEY_CHARS] + "…" for name in names[:MAX_PARAM_KEYS]]
+    return [kept_text(name) for name in names[:MAX_PARAM_KEYS]]
 
 
 def _pinned(values: Mapping[str, object] | None) -> dict[str, object] | None:

@@ -32,9 +32,9 @@ from pydantic_settings import (
 
 from gateway import managed_neo4j
 from gateway.connection import TLS_BY_SCHEME, Neo4jConnection
-from gateway.domain import DEFAULT_ATTRIBUTE, attribute_name_problem, static_principal_name
+from gateway.domain import DEFAULT_ATTRIBUTE, static_principal_name
 from gateway.errors import SetupError
-from gateway.identity_text import check_identity_text
+from gateway.identity_text import attribute_name_problem, check_identity_text
 from gateway.paths import state_dir
 from gateway.policy import DEFAULT_POLICY_PATH
 from sandbox.wire import SANDBOX_UID, TlsMode

@@ -7,13 +7,12 @@ results are the wire names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway.identity_text import check_identity_text
+from gateway.identity_text import attribute_name_problem, check_identity_text
 from gateway.policy import ToolName
 from sandbox.wire import VALUE_TAGS, Notification, QueryType, Truncation
 
@@ -40,19 +39,6 @@ def static_principal_name(value: str) -> str:
 
 # The attribute a plain scope list means, and what membership rules read by default.
 DEFAULT_ATTRIBUTE = "layers"
-# An attribute name becomes part of a reserved parameter name (``$__gw_attr_<name>``): an
-# identifier, and never one that starts like the gateway's own parameters.
-ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-RESERVED_PREFIX = "__gw"
-
-
-def attribute_name_problem(name: str) -> str | None:
-    """Why ``name`` cannot name a principal's attribute list, or None when it can."""
-    if not ATTRIBUTE_NAME.fullmatch(name):
-        return f"attribute name {name[:80]!r} is not an identifier (letters, digits, _; at most 64)"
-    if name.startswith(RESERVED_PREFIX):
-        return f"attribute name {name!r} starts with the reserved {RESERVED_PREFIX!r}"
-    return None
 
 
 def attribute_lists(

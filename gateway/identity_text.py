@@ -18,6 +18,8 @@ escapes it for a terminal, and every CLI line that shows such text goes through 
 
 from __future__ import annotations
 
+import json
+import re
 import unicodedata
 
 # Above any real subject, user name or repository path; a claim is the issuer's data, bounded.
@@ -92,3 +94,26 @@ def printable(text: object) -> str:
 def printable_lines(text: str) -> str:
     """Multi-line ``text`` (a rendered policy) with each line made :func:`printable`; only its own line breaks stay."""
     return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def terminal_json(data: object) -> str:
+    """``data`` as compact JSON that is safe on a terminal: readable non-ASCII kept, every character an
+    identity string may not hold (bidi overrides, zero-width, private-use) written as a JSON escape, so
+    the output still parses to exactly ``data``."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return "".join(char if char.isascii() or _allowed(char) else json.dumps(char)[1:-1] for char in text)
+
+
+# An attribute name becomes part of a reserved parameter name (``$__gw_attr_<name>``): an
+# identifier, and never one that starts like the gateway's own parameters.
+ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+RESERVED_PREFIX = "__gw"
+
+
+def attribute_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a principal's attribute list, or None when it can."""
+    if not ATTRIBUTE_NAME.fullmatch(name):
+        return f"attribute name {name[:80]!r} is not an identifier (letters, digits, _; at most 64)"
+    if name.startswith(RESERVED_PREFIX):
+        return f"attribute name {name!r} starts with the reserved {RESERVED_PREFIX!r}"
+    return None

@@ -38,9 +38,9 @@ from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
-from gateway.domain import DEFAULT_ATTRIBUTE, OAUTH_PREFIX, RESERVED_PREFIX, Principal, attribute_name_problem
+from gateway.domain import DEFAULT_ATTRIBUTE, OAUTH_PREFIX, Principal
 from gateway.errors import ErrorCode, GatewayError, SetupError
-from gateway.identity_text import MAX_IDENTITY_CHARS, identity_text_problem
+from gateway.identity_text import MAX_IDENTITY_CHARS, RESERVED_PREFIX, attribute_name_problem, identity_text_problem
 from gateway.roles import Roles
 
 if TYPE_CHECKING:

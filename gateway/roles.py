@@ -27,6 +27,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway.identity_text import RESERVED_PREFIX, attribute_name_problem
+
 # The tools a role can grant: the ones an OAuth token needs a grant for (gateway.oauth.GATED_TOOLS;
 # tests/unit/test_roles.py holds the two equal). `check` and `schema` run no agent query.
 GrantedTool = Literal["recall", "analyze"]
@@ -46,9 +48,6 @@ class Role(BaseModel):
     @field_validator("attributes")
     @classmethod
     def _usable(cls, value: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-        # Here, not at the top: gateway.domain imports gateway.policy, which imports this module.
-        from gateway.domain import RESERVED_PREFIX, attribute_name_problem
-
         for name, values in value.items():
             if (problem := attribute_name_problem(name)) is not None:
                 raise ValueError(problem)

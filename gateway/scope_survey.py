@@ -35,6 +35,13 @@ FIX = (
     "set scope.layers_property to the property your graph uses, or tag elements (an empty list makes an element global)"
 )
 
+# A label, type or property the policy names that the graph lacks: `policy lint --graph` names each
+# one with its near-miss.
+NAMES_FIX = (
+    "write each name as your graph spells it, or remove it from the policy "
+    "(`cypher-gateway policy lint --graph` names each one with its likely spelling)"
+)
+
 _ON_NODES = "EXISTS { MATCH (n) WHERE n[$p] IS NOT NULL }"
 _ON_RELATIONSHIPS = "EXISTS { MATCH ()-[r]->() WHERE r[$p] IS NOT NULL }"
 _HIDDEN = (
@@ -71,28 +78,43 @@ class Survey(BaseModel):
     @property
     def problems(self) -> list[str]:
         """What makes the policy not fit the graph, each in one sentence."""
-        out = self.property_problems
-        if self.missing_labels:
-            out.append(f"labels the policy names do not exist in the graph: {', '.join(self.missing_labels)}")
-        if self.missing_types:
-            out.append(
-                f"relationship types the policy names do not exist in the graph: {', '.join(self.missing_types)}"
-            )
-        return out
+        return [problem for problem, _ in self.problems_and_fixes]
 
     @property
     def property_problems(self) -> list[str]:
         """The problems with the properties the rules read (the names are ``gateway.policy_fit``'s)."""
-        out: list[str] = []
+        return [problem for problem, _ in self._property_problems()]
+
+    @property
+    def problems_and_fixes(self) -> list[tuple[str, str]]:
+        """Each problem with its own fix: the scope property's fix only for the scope property."""
+        out = self._property_problems()
+        if self.missing_labels:
+            out.append(
+                (f"labels the policy names do not exist in the graph: {', '.join(self.missing_labels)}", NAMES_FIX)
+            )
+        if self.missing_types:
+            missing = ", ".join(self.missing_types)
+            out.append((f"relationship types the policy names do not exist in the graph: {missing}", NAMES_FIX))
+        return out
+
+    def _property_problems(self) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
         if not self.property_found:
             out.append(
-                f"the policy's scope property {self.layers_property!r} occurs on no node or relationship: "
-                "every element is hidden from every caller"
+                (
+                    f"the policy's scope property {self.layers_property!r} occurs on no node or relationship: "
+                    "every element is hidden from every caller",
+                    FIX,
+                )
             )
         if self.missing_properties:
             out.append(
-                "properties the policy's rules read occur on no element of their label or type (every such element "
-                f"is hidden): {', '.join(self.missing_properties)}"
+                (
+                    "properties the policy's rules read occur on no element of their label or type (every such "
+                    f"element is hidden): {', '.join(self.missing_properties)}",
+                    NAMES_FIX,
+                )
             )
         return out
 

@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gateway.audit import AuditLog
+from gateway.audit import MAX_KEY_CHARS, AuditLog, kept_text
 from gateway.config import ConfigError, load_settings
 from gateway.domain import DEFAULT_ATTRIBUTE
 from gateway.identity_text import printable
@@ -77,10 +77,15 @@ def attribute_values(record: dict[str, Any], name: str) -> list[str]:
 
 
 def matches(record: dict[str, Any], name: str, value: str) -> bool:
-    """The line's principal holds ``value`` in its list ``name``, or the pinned parameter ``name`` was ``value``."""
+    """The line's principal holds ``value`` in its list ``name``, or the pinned parameter ``name`` was ``value``.
+
+    Compared as the line keeps values (``kept_text``): a value longer than the audit keeps matches
+    every value that begins with the same characters (``_audit`` says so on stderr).
+    """
+    kept = kept_text(value)
     pinned = record.get("pinned")
-    held = isinstance(pinned, dict) and name in pinned and str(pinned[name]) == value
-    return held or value in attribute_values(record, name)
+    held = isinstance(pinned, dict) and name in pinned and str(pinned[name]) == kept
+    return held or kept in attribute_values(record, name)
 
 
 def select(
@@ -189,6 +194,10 @@ def _audit(args: argparse.Namespace) -> int:
     if not path.exists():
         print(f"[cypher-gateway] no audit log at {path}", file=sys.stderr)
         return 1
+    for name, value in args.where or ():
+        if kept_text(value) != value:
+            print(f"[cypher-gateway] the audit keeps the first {MAX_KEY_CHARS} characters of a value: --where "
+                  f"{printable(name)} matches every value that begins like the one given", file=sys.stderr)  # fmt: skip
     records = select(AuditLog(path).read(), since=args.since, principal=getattr(args, "principal", None),
                      decision=getattr(args, "decision", None), tool=getattr(args, "tool", None),
                      where=args.where)  # fmt: skip

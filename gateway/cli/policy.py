@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from gateway import rule_kinds
-from gateway.answer import text_of
 from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
 from gateway.errors import SetupError
-from gateway.identity_text import printable_lines
+from gateway.identity_text import printable_lines, terminal_json
 from gateway.ops.tokens import parse_attributes
 from gateway.policy import (
     POLICIES_DIR,
@@ -179,7 +178,7 @@ def _handle_check(args: argparse.Namespace) -> int:
         return _usage_error(str(exc))
     result = composed.gateway.check(args.tool, sys.stdin.read(), params, stdio_principal(settings))
     # The MCP tool's text content, byte for byte.
-    print(text_of(result.model_dump(mode="json")))
+    print(terminal_json(result.model_dump(mode="json")))
     return EXIT_ALLOWED if result.allowed else EXIT_REJECTED
 
 

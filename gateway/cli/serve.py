@@ -123,10 +123,11 @@ def _look_at_the_graph(policy: Policy, runner: SandboxRunner, database: str | No
     except scope_survey.SurveyFailed as exc:
         _say(f"WARNING: could not hold the policy's scope against the graph ({exc}); `cypher-gateway doctor` does")
         return [], None
-    for problem in found.problems:
+    for problem, fix in found.problems_and_fixes:
         _say(f"WARNING: {problem}")
+        _say(f"fix: {fix}")
     if found.problems:
-        _say(f"fix: {scope_survey.FIX}; `cypher-gateway doctor` counts what the policy hides per label and type")
+        _say("`cypher-gateway doctor` counts what the policy hides per label and type")
     if found.property_found:
         return [], None
     return [scope_survey.PROPERTY_MISSING], f"{found.problems[0]}; the operator's fix: {scope_survey.FIX}"

@@ -26,8 +26,9 @@ from typing import Any
 
 from gateway.auth import AuthConfigError, TokenEntry, TokenTable
 from gateway.config import load_settings
-from gateway.domain import DEFAULT_ATTRIBUTE, attribute_name_problem
+from gateway.domain import DEFAULT_ATTRIBUTE
 from gateway.errors import SetupError
+from gateway.identity_text import attribute_name_problem
 
 # Recognisable in a leaked log or a secret scanner's rules.
 TOKEN_PREFIX = "cgw_"  # noqa: S105 (a prefix, not a secret)

@@ -399,3 +399,26 @@ def test_who_read_a_repository_is_one_summary(tmp_path: Path, capsys: pytest.Cap
         main(["audit", "summary", "--where", "repository", "--path", path])
     with pytest.raises(SystemExit):
         main(["audit", "summary", "--by", "attribute:", "--path", path])
+
+
+def test_a_value_longer_than_the_audit_keeps_is_still_found_and_the_reader_is_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    gateway = Gateway(load_policy(MENTIS), AnsweringRunner(), audit, layers=LayerSwitches(scope_rewrite=False))
+    long_repo = "acme/" + "x" * 150
+    ann = Principal(name="ann", source="tokens", attributes={"repositories": frozenset({long_repo})})
+    gateway.run("recall", RECALL, {"repository": long_repo, "taskId": "t1"}, ann)
+    gateway.run("recall", RECALL, {"repository": "acme/payments", "taskId": "t2"}, ann)
+    path = str(tmp_path / "audit.jsonl")
+    assert main(["audit", "summary", "--where", f"repository={long_repo}", "--by", "principal", "--json",
+                 "--path", path]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"ann": {"calls": 1, "answered": 1}}
+    assert "keeps the first 100 characters" in captured.err
+    assert main(["audit", "summary", "--where", f"repositories={long_repo}", "--json", "--path", path]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == 2
+    # A short value is compared whole, and says nothing about cutting.
+    assert main(["audit", "summary", "--where", "repository=acme/pay", "--json", "--path", path]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["calls"] == 0 and captured.err == ""

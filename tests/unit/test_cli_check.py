@@ -128,3 +128,14 @@ def test_check_takes_the_callers_named_lists_and_refuses_bad_ones() -> None:
     for spec, words in [("repo-x=a", "not an identifier"), ("layers=a", "--scope"), ("repositories", "NAME=VALUE")]:
         result = run("check", "--attribute", spec, stdin="RETURN 1 AS x")
         assert result.returncode == 2 and words in result.stderr, (spec, result.stderr)
+
+
+def test_a_query_that_would_reorder_the_terminal_is_printed_escaped_and_still_parses() -> None:
+    # A right-to-left override and a zero-width space in the agent's text: a reviewer reading the
+    # output must see them as escapes, and a program reading it must get the same text back.
+    query = "MATCH (n) WHERE n.name = 'a\u202eb\u200bc' RETURN n.name AS naïve"
+    result = run("check", stdin=query)
+    assert result.returncode == 0, result.stderr
+    assert "\u202e" not in result.stdout and "\u200b" not in result.stdout
+    assert "\\u202e" in result.stdout and "naïve" in result.stdout
+    assert "a\u202eb\u200bc" in json.loads(result.stdout)["rewritten"]

@@ -16,7 +16,7 @@ from gateway.auth import AuthConfigError, TokenTable
 from gateway.cli import main
 from gateway.config import ConfigError, load_settings
 from gateway.domain import Principal
-from gateway.identity_text import MAX_IDENTITY_CHARS, identity_text_problem, printable
+from gateway.identity_text import MAX_IDENTITY_CHARS, identity_text_problem, printable, terminal_json
 from gateway.mnr.cases import PrincipalSpec
 from gateway.oauth import ClaimMapping, TokenRefused, identity
 
@@ -180,3 +180,10 @@ def test_policy_show_prints_a_policy_escaped(tmp_path: Path, capsys: pytest.Capt
     assert main(["policy", "show", str(policy)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "x1b[8m" in out
+
+
+def test_terminal_json_escapes_what_could_hide_text_and_reads_back_the_same() -> None:
+    data = {"q": "x\u202ey\u200b\ue000\U000e0041é日本", "n": [1, "\x1b[8m"]}
+    text = terminal_json(data)
+    assert json.loads(text) == data
+    assert all(ch.isascii() or ch in "é日本" for ch in text), text
