@@ -182,6 +182,8 @@ RULES_PRINCIPAL = Principal(name="invariant", attributes={"repositories": frozen
 # (InvAnchor nodes, INV_ANCHORED relationships) are extra elements both queries see alike.
 RULES_TAGS = [
     "MATCH (n) WHERE n:A OR n:B SET n.inv_repo = 'r', n.inv_from = datetime('2000-01-01T00:00:00Z')",
+    # Filters name labels and types alike: A's time-valid filter holds relationships of type A too.
+    "MATCH ()-[r:A]->() SET r.inv_from = datetime('2000-01-01T00:00:00Z')",
     "MATCH (n:C) CREATE (n)-[:INV_ANCHORED]->(:InvAnchor {inv_repo: 'r'})",
 ]
 # The labels and types each rule kind is given to, to count the scenarios whose graph has them.
