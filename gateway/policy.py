@@ -15,12 +15,13 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
+from gateway import rule_kinds
 from gateway.cypher import ast
 from gateway.cypher.ast import CypherVersion
 from gateway.errors import SetupError
 from gateway.paths import resource
 from gateway.roles import Roles
-from sandbox.wire import Untagged, VisibleKeys
+from sandbox.wire import RuleKind, Untagged, VisibleKeys
 from sandbox.withhold import Withholding
 
 # The policies shipped in the package: the repository's policies/, built into the wheel.
@@ -124,8 +125,7 @@ def _no_bookkeeping() -> dict[ToolName, bool]:
     return {"recall": False, "analyze": False}
 
 
-RuleKind = Literal["membership", "equality", "derived", "public", "denied"]
-RULE_KINDS: tuple[RuleKind, ...] = ("membership", "equality", "derived", "public", "denied")
+RULE_KINDS: tuple[RuleKind, ...] = tuple(rule_kinds.KINDS)
 # Attribute names become parameter names (``$__gw_attr_<name>``): identifiers only.
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_ATTRIBUTE = "layers"  # gateway.domain.DEFAULT_ATTRIBUTE: what a plain scope list means
@@ -137,56 +137,68 @@ DERIVED_ANCHOR = "anchor"
 class VisibilityRule(_Strict):
     """When an element of one label or type is visible (docs/decisions/0018, section 2).
 
-    ``membership``: the list property ``property`` (default: ``scope.layers_property``) is
-    empty or shares an entry with the caller's attribute ``attribute`` (default ``layers``);
-    ``equality``: the string property ``property`` is one of the attribute's values;
-    ``derived``: the fixed-length ``path`` from ``x`` (the element) to ``anchor`` exists with
-    the anchor visible by its own rule; ``public``: always; ``denied``: never.
+    Each kind is one module of ``gateway.rule_kinds`` (what it means, the fields it takes):
+    ``membership``, ``equality``, ``derived``, ``public``, ``denied``, ``all_of`` / ``any_of``
+    (over ``rules``) and ``time_valid``. The fields a kind does not take are refused.
     """
 
     kind: RuleKind
     property: str | None = None
     attribute: str | None = None
     path: str | None = None
+    rules: tuple[VisibilityRule, ...] | None = None
+    from_property: str | None = None
+    to_property: str | None = None
 
     @model_validator(mode="after")
     def _fields_fit_the_kind(self) -> VisibilityRule:
-        allowed = {
-            "membership": {"property", "attribute"},
-            "equality": {"property", "attribute"},
-            "derived": {"path"},
-            "public": set(),
-            "denied": set(),
-        }[self.kind]
-        given = {name for name in ("property", "attribute", "path") if getattr(self, name) is not None}
-        extra = sorted(given - allowed)
+        spec = rule_kinds.KINDS[self.kind]
+        given = {name for name in _RULE_FIELDS if getattr(self, name) is not None}
+        extra = sorted(given - spec.fields)
         if extra:
-            raise ValueError(f"a {self.kind} rule takes no {', '.join(extra)}")
-        if self.kind == "equality" and (self.property is None or self.attribute is None):
-            raise ValueError("an equality rule names its property and the caller's attribute it is compared with")
-        if self.kind == "derived" and not (self.path or "").strip():
-            raise ValueError("a derived rule names its path (a Cypher pattern from x to anchor)")
+            raise ValueError(f"{_a(self.kind)} rule takes no {', '.join(extra)}")
+        missing = sorted(spec.required - given)
+        if missing:
+            raise ValueError(f"{_a(self.kind)} rule names its {' and '.join(missing)}")
         if self.attribute is not None and not _ATTRIBUTE_NAME.fullmatch(self.attribute):
             raise ValueError(f"attribute {self.attribute!r} must be an identifier (letters, digits, _)")
-        if self.property is not None and not self.property:
-            raise ValueError("property must not be empty")
+        for name in ("property", "from_property", "to_property"):
+            if getattr(self, name) is not None and not getattr(self, name):
+                raise ValueError(f"{name} must not be empty")
+        spec.validate(self)
         return self
 
     def attribute_name(self) -> str:
         return self.attribute or DEFAULT_ATTRIBUTE
 
 
-class ScopeFilter(_Strict):
-    """A mandatory condition on one label or type under some tools (``validTo`` absent on analyze)."""
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
-    property: Annotated[str, Field(min_length=1)]
+
+_RULE_FIELDS = ("property", "attribute", "path", "rules", "from_property", "to_property")
+
+
+class ScopeFilter(_Strict):
+    """A mandatory condition on one label or type under some tools (``validTo`` absent on analyze,
+    or a rule such as ``{kind: time_valid}``)."""
+
+    property: Annotated[str, Field(min_length=1)] | None = None
     absent: Literal[True] | None = None
     equals: str | None = None
+    rule: VisibilityRule | None = None
     tools: frozenset[ToolName] = frozenset(TOOL_NAMES)
 
     @model_validator(mode="after")
     def _one_condition(self) -> ScopeFilter:
-        if (self.absent is None) == (self.equals is None):
+        if self.rule is not None:
+            if self.property is not None or self.absent is not None or self.equals is not None:
+                raise ValueError("a filter with a rule names no property, absent or equals")
+            if rule_kinds.needs_neo4j(self.rule) or rule_kinds.attributes(self.rule):
+                raise ValueError("a filter's rule reads the element alone (no derived path, no caller attribute)")
+        elif self.property is None:
+            raise ValueError("a filter names its property (with `absent` or `equals`) or a `rule`")
+        elif (self.absent is None) == (self.equals is None):
             raise ValueError("a filter says exactly one of `absent: true` or `equals: <string>`")
         if not self.tools:
             raise ValueError("a filter applies to at least one tool")
@@ -231,14 +243,15 @@ class ScopeSettings(_Strict):
 
     @model_validator(mode="after")
     def _rules_are_sound(self) -> ScopeSettings:
-        if self.default.kind == "derived":
+        if rule_kinds.needs_neo4j(self.default):
             raise ValueError("scope.default cannot be derived: a derived path starts from a named label or type")
         for kind, rules in (("nodes", self.nodes), ("relationships", self.relationships)):
             for name, rule in rules.items():
                 if not name:
                     raise ValueError(f"scope.{kind}: an empty label or type name")
-                if rule.kind == "derived":
-                    _check_derived(rule.path or "", f"scope.{kind}.{name}", self.nodes, node=kind == "nodes")
+                for part in rule_kinds.walk(rule):
+                    if part.path is not None:
+                        _check_derived(part.path or "", f"scope.{kind}.{name}", self.nodes, node=kind == "nodes")
         _refuse_cycles(self.nodes, self.relationships)
         return self
 
@@ -310,19 +323,22 @@ def _check_derived(path: str, where: str, nodes: dict[str, VisibilityRule], *, n
 
 
 def _refuse_cycles(nodes: dict[str, VisibilityRule], relationships: dict[str, VisibilityRule]) -> None:
-    """A derived rule whose anchors lead back to itself could never be decided."""
-    anchors = {label: derived_anchor_label(rule.path or "") for label, rule in nodes.items() if rule.kind == "derived"}
-    starts = [*anchors, *(t for t, r in relationships.items() if r.kind == "derived")]
-    for start in starts:
-        rule = nodes.get(start) if start in anchors else relationships[start]
-        assert rule is not None
-        chain = [start]
-        label = derived_anchor_label(rule.path or "")
-        while label in anchors:
-            if label in chain:
-                raise ValueError(f"scope: derived rules form a cycle: {' -> '.join([*chain, label])}")
-            chain.append(label)
-            label = anchors[label]
+    """A derived rule whose anchors lead back to itself could never be decided.
+
+    A label's anchors are those of every derived rule in it, composed ones included.
+    """
+    anchors = {label: found for label, rule in nodes.items() if (found := rule_kinds.anchors(rule))}
+    starts = {**anchors, **{t: found for t, r in relationships.items() if (found := rule_kinds.anchors(r))}}
+    for start, first in starts.items():
+        _follow(anchors, [start], first)
+
+
+def _follow(anchors: dict[str, list[str]], chain: list[str], labels: list[str]) -> None:
+    for label in labels:
+        if label in chain:
+            raise ValueError(f"scope: derived rules form a cycle: {' -> '.join([*chain, label])}")
+        if label in anchors:
+            _follow(anchors, [*chain, label], anchors[label])
 
 
 class HiddenProperties(RootModel[dict[str, frozenset[str]]]):
@@ -505,6 +521,14 @@ class Policy(_Strict):
                 "visible_properties and hidden_properties cannot both be given: with the allow-list, a key "
                 "not listed is already hidden; remove hidden_properties"
             )
+        timed = [f.rule for fs in self.scope.filters.values() for f in fs if f.rule is not None]
+        if any(rule_kinds.reads_now(rule) for rule in [*self.scope_rules(), *timed]) and not (
+            self.reserved_parameters.is_reserved(rule_kinds.NOW_PARAMETER)
+        ):
+            raise ValueError(
+                f"a time_valid rule reads the parameter {rule_kinds.NOW_PARAMETER!r}, which must be reserved "
+                "(reserved_parameters), or callers could set the time"
+            )
         for name in self.scope_attributes():
             if name != DEFAULT_ATTRIBUTE and not self.reserved_parameters.is_reserved(attribute_parameter(name)):
                 raise ValueError(
@@ -518,7 +542,7 @@ class Policy(_Strict):
 
     def scope_attributes(self) -> list[str]:
         """The principal's attribute lists the rules read (``layers`` when a membership rule reads it)."""
-        names = {r.attribute_name() for r in self.scope_rules() if r.kind in ("membership", "equality")}
+        names = {name for rule in self.scope_rules() for name in rule_kinds.attributes(rule)}
         return sorted(names)
 
     def tool(self, name: ToolName) -> ToolPolicy:

@@ -23,7 +23,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
-from gateway.policy import Policy, derived_anchor_label
+from gateway import rule_kinds
+from gateway.policy import Policy
 
 # A query and its parameters -> its rows (gateway.scope_survey.Run).
 Run = Callable[[str, dict[str, Any]], list[list[Any]]]
@@ -102,8 +103,8 @@ def rule_refs(policy: Policy) -> list[PropertyRef]:
     refs: list[PropertyRef] = []
     for group, rules in (("nodes", policy.scope.nodes), ("relationships", policy.scope.relationships)):
         for name, rule in sorted(rules.items()):
-            if rule.kind in ("membership", "equality"):
-                refs.append(PropertyRef(name, policy.scope.rule_property(rule), f"scope.{group}.{name}"))
+            for key in rule_kinds.property_refs(rule, policy.scope.layers_property):
+                refs.append(PropertyRef(name, key, f"scope.{group}.{name}"))
     for tool_name, tool in sorted(policy.tools.items()):
         refs += [
             PropertyRef(label, pin.property, f"tools.{tool_name}.pins.{label}") for label, pin in tool.pins.items()
@@ -130,9 +131,12 @@ def near_miss(key: str, present: Iterable[str]) -> str | None:
 
 
 def scope_properties(policy: Policy) -> frozenset[str]:
-    """The element properties the policy's membership and equality rules read."""
+    """The element properties the policy's rules compare with a caller's attribute (membership, equality)."""
     return frozenset(
-        policy.scope.rule_property(rule) for rule in policy.scope_rules() if rule.kind in ("membership", "equality")
+        policy.scope.rule_property(part)
+        for rule in policy.scope_rules()
+        for part in rule_kinds.walk(rule)
+        if rule_kinds.spec(part).reads_attribute
     )
 
 
@@ -141,8 +145,8 @@ def derived_from(policy: Policy) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for rules in (policy.scope.nodes, policy.scope.relationships):
         for name, rule in sorted(rules.items()):
-            if rule.kind == "derived":
-                out.setdefault(derived_anchor_label(rule.path or ""), []).append(name)
+            for anchor in dict.fromkeys(rule_kinds.anchors(rule)):
+                out.setdefault(anchor, []).append(name)
     return out
 
 
@@ -151,7 +155,7 @@ def static_findings(policy: Policy) -> list[Finding]:
     out: list[Finding] = []
     dependants = derived_from(policy)
     for label, rule in sorted(policy.scope.nodes.items()):
-        if rule.kind == "public" and dependants.get(label):
+        if rule_kinds.spec(rule).constant is True and dependants.get(label):
             names = ", ".join(dependants[label])
             out.append(
                 Finding(
@@ -169,7 +173,7 @@ def unchecked(policy: Policy) -> list[str]:
     out = ["that each label and relationship type the policy names occurs"]
     if property_refs(policy):
         out.append("that each property the policy names occurs on its label or type (a misspelt one fails open)")
-    if any(rule.kind == "public" for rule in policy.scope.nodes.values()):
+    if any(rule_kinds.spec(rule).constant is True for rule in policy.scope.nodes.values()):
         out.append("that no public label's elements carry the property its rules scope by")
     return out
 
@@ -189,8 +193,7 @@ def _named_labels(policy: Policy) -> dict[str, list[str]]:
         out.setdefault(label, []).append(f"scope.nodes.{label}")
     for rules in (policy.scope.nodes, policy.scope.relationships):
         for name, rule in rules.items():
-            if rule.kind == "derived":
-                anchor = derived_anchor_label(rule.path or "")
+            for anchor in dict.fromkeys(rule_kinds.anchors(rule)):
                 out.setdefault(anchor, []).append(f"the derived path of {name}")
     for tool_name, tool in sorted(policy.tools.items()):
         for label in sorted(tool.denied_labels):
@@ -253,7 +256,7 @@ def graph_findings(policy: Policy, shapes: Shapes) -> list[Finding]:
     scoped_by = scope_properties(policy)
     for label, rule in sorted(policy.scope.nodes.items()):
         carried = sorted(scoped_by & shapes.labels.get(label, frozenset()))
-        if rule.kind == "public" and carried:
+        if rule_kinds.spec(rule).constant is True and carried:
             out.append(
                 Finding(
                     problem=f"scope.nodes.{label} is public, but {label} elements carry {', '.join(carried)}, "

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gateway import rule_kinds
 from gateway.config import GatewaySettings, neo4j_connection
 from gateway.errors import GatewayError
 from gateway.policy import Policy
@@ -144,8 +145,7 @@ def rule_reads(policy: Policy) -> list[tuple[str, str, str]]:
     reads: set[tuple[str, str, str]] = set()
     for kind, rules in (("label", sc.nodes), ("type", sc.relationships)):
         for name, rule in rules.items():
-            if rule.kind in ("membership", "equality"):
-                reads.add((kind, name, sc.rule_property(rule)))
+            reads |= {(kind, name, key) for key in rule_kinds.property_refs(rule, sc.layers_property)}
     for tool in policy.tools.values():
         reads |= {("label", label, pin.property) for label, pin in tool.pins.items()}
     return sorted(reads)
@@ -154,7 +154,7 @@ def rule_reads(policy: Policy) -> list[tuple[str, str, str]]:
 def reads_layers(policy: Policy) -> bool:
     """Whether any rule reads the scope property (else nothing about it is worth a line)."""
     return any(
-        rule.kind in ("membership", "equality") and policy.scope.rule_property(rule) == policy.scope.layers_property
+        policy.scope.layers_property in rule_kinds.property_refs(rule, policy.scope.layers_property)
         for rule in policy.scope_rules()
     )
 
@@ -162,9 +162,7 @@ def reads_layers(policy: Policy) -> bool:
 def reads_layers_everywhere(policy: Policy) -> bool:
     """Whether the default rule reads the scope property (else its absence is no problem)."""
     default = policy.scope.default
-    return default.kind in ("membership", "equality") and policy.scope.rule_property(default) == (
-        policy.scope.layers_property
-    )
+    return policy.scope.layers_property in rule_kinds.property_refs(default, policy.scope.layers_property)
 
 
 def survey(policy: Policy, run: Run, *, counts: bool = True) -> Survey:

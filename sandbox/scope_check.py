@@ -3,10 +3,10 @@
 Runs inside the sandbox container after serialization (values are the tagged
 JSON of ``sandbox/wire.py``), so it imports only the standard library, pydantic
 and the wire models. When the rewrite (layer 1) works, this finds nothing; it is
-the net under it. It holds the rewrite's rules (docs/decisions/0018): per label and type
-membership, equality, public and denied are decided here from the serialized element;
-filters and pins too; an element under a derived rule is visible only when Neo4j, asked in
-the job's own READ transaction (``confirm_derived``), says so.
+the net under it. It holds the rewrite's rules (docs/decisions/0018): per label and type, each
+rule is decided by its kind's check (``sandbox/rule_checks.py``) from the serialized element;
+filters and pins too; an element some check leaves to Neo4j (a derived walk) is visible only
+when Neo4j, asked in the job's own READ transaction (``confirm_derived``), says so.
 
 A row that holds any node, relationship or path outside the scope is dropped as
 a whole, not just the element: its other columns may be derived from the
@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from sandbox.rule_checks import check, now_instant
 from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
 
@@ -34,7 +35,10 @@ IDS_PARAMETER = "__gw_ids"
 
 
 class _Rules:
-    """A ScopeCheck read once per result: the default rule resolved, value lists as sets."""
+    """A ScopeCheck read once per result: the default rule resolved, value lists as sets.
+
+    The check context of ``sandbox.rule_checks``: each kind's check reads what it needs here.
+    """
 
     def __init__(self, scope: ScopeCheck, confirmed: frozenset[str], params: dict[str, Any] | None = None) -> None:
         self.scope = scope
@@ -45,28 +49,22 @@ class _Rules:
         self.values: dict[int, frozenset[str]] = {}
         self.hidden_types = frozenset(scope.hidden_relationship_types)
         self.confirmed = confirmed
+        self.untagged = scope.untagged
+        self.now = now_instant(scope.now)
 
-    def rule(self, rule: ElementRule, properties: dict[str, Any]) -> bool | None:
-        """Whether ``rule`` holds; None for a derived rule (only Neo4j can tell)."""
-        if rule.kind == "public":
-            return True
-        if rule.kind == "denied":
-            return False
-        if rule.kind == "derived":
-            return None
+    def allowed(self, rule: ElementRule) -> frozenset[str]:
         allowed = self.values.get(id(rule))
         if allowed is None:
             allowed = self.values[id(rule)] = frozenset(rule.values)
-        value = properties.get(rule.property)
-        if rule.kind == "equality":
-            return isinstance(value, str) and value in allowed
-        if value is None:
-            return self.scope.untagged == "global"
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            return False
-        return len(value) == 0 or any(item in allowed for item in value)
+        return allowed
+
+    def rule(self, rule: ElementRule, properties: dict[str, Any]) -> bool | None:
+        """Whether ``rule`` holds; None when only Neo4j can tell (a derived walk, maybe composed)."""
+        return check(rule, properties, self)
 
     def condition(self, condition: ElementCondition, properties: dict[str, Any]) -> bool:
+        if condition.rule is not None:
+            return self.rule(condition.rule, properties) is True
         value = properties.get(condition.property)
         if condition.absent:
             return value is None
@@ -77,7 +75,8 @@ class _Rules:
             return type(value) is type(wanted) and value == wanted  # true = 1 is false in Cypher
         return bool(value == wanted)
 
-    def node(self, item: dict[str, Any]) -> bool:
+    def node_verdict(self, item: dict[str, Any]) -> bool | None:
+        """True / False, or None when the node's rules leave it to Neo4j."""
         properties = item.get("properties")
         labels = item.get("labels")
         if not isinstance(properties, dict) or not isinstance(labels, list):
@@ -96,9 +95,9 @@ class _Rules:
                 return False
         if not named and not self.rule(self.default, properties):
             return False
-        return not ask_neo4j or item.get("elementId") in self.confirmed
+        return None if ask_neo4j else True
 
-    def relationship(self, item: dict[str, Any]) -> bool:
+    def relationship_verdict(self, item: dict[str, Any]) -> bool | None:
         properties = item.get("properties")
         rel_type = item.get("type")
         if not isinstance(properties, dict) or not isinstance(rel_type, str) or rel_type in self.hidden_types:
@@ -108,7 +107,15 @@ class _Rules:
             return False
         if not all(self.condition(c, properties) for c in self.scope.conditions.get(rel_type, ())):
             return False
-        return held is True or item.get("elementId") in self.confirmed
+        return held
+
+    def node(self, item: dict[str, Any]) -> bool:
+        verdict = self.node_verdict(item)
+        return verdict is True or (verdict is None and item.get("elementId") in self.confirmed)
+
+    def relationship(self, item: dict[str, Any]) -> bool:
+        verdict = self.relationship_verdict(item)
+        return verdict is True or (verdict is None and item.get("elementId") in self.confirmed)
 
 
 def _value_visible(value: Any, rules: _Rules) -> bool:
@@ -128,19 +135,19 @@ def element_visible(properties: Any, scope: ScopeCheck) -> bool:
 
 
 def derived_candidates(rows: list[list[Any]], scope: ScopeCheck) -> tuple[set[str], set[str]]:
-    """The element tokens (nodes, relationships) in ``rows`` whose visibility only Neo4j can tell."""
+    """The element tokens (nodes, relationships) in ``rows`` whose visibility only Neo4j can tell:
+    those whose checks answer None (``sandbox.rule_checks``) and nothing False."""
     nodes: set[str] = set()
     relationships: set[str] = set()
-    derived_labels = {label for label, rule in scope.nodes.items() if rule.kind == "derived"}
-    derived_types = {t for t, rule in scope.relationships.items() if rule.kind == "derived"}
+    rules = _Rules(scope, frozenset())
     for item in elements(rows):
         token = item.get("elementId")
         if not isinstance(token, str):
             continue
         if item.get(TYPE_KEY) == "node":
-            if derived_labels.intersection(item.get("labels") or ()):
+            if rules.node_verdict(item) is None:
                 nodes.add(token)
-        elif item.get("type") in derived_types:
+        elif rules.relationship_verdict(item) is None:
             relationships.add(token)
     return nodes, relationships
 

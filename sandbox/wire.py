@@ -126,7 +126,9 @@ class Credentials:
     password: str = field(repr=False)
 
 
-RuleKind = Literal["membership", "equality", "derived", "public", "denied"]
+# Every kind of visibility rule: the one list of names, read by the gateway's registry
+# (gateway/rule_kinds) and the sandbox's checks (sandbox/rule_checks.py); a test holds the three equal.
+RuleKind = Literal["membership", "equality", "derived", "public", "denied", "all_of", "any_of", "time_valid"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +137,8 @@ class ElementRule:
 
     ``membership``: ``property`` is an empty list of strings or shares one with ``values``;
     ``equality``: ``property`` is a string in ``values``; ``derived``: only Neo4j can tell (the
-    check's ``derived_*`` query); ``public``: always; ``denied``: never.
+    check's ``derived_*`` query); ``public``: always; ``denied``: never; ``all_of`` / ``any_of``:
+    every one / one of ``rules``; ``time_valid``: ``from_property <= ScopeCheck.now < to_property``.
     """
 
     __pydantic_config__ = _STRICT
@@ -143,21 +146,26 @@ class ElementRule:
     kind: RuleKind
     property: str = ""
     values: list[str] = field(default_factory=list)
+    rules: list[ElementRule] = field(default_factory=list)
+    from_property: str = ""
+    to_property: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
 class ElementCondition:
-    """A filter or pin: ``property`` is absent, or equals ``equals`` or the job's parameter ``parameter``.
+    """A filter or pin: ``property`` is absent, or equals ``equals`` or the job's parameter ``parameter``,
+    or the element meets ``rule``.
 
     A missing property never equals anything (Cypher's ``=`` with null is not true).
     """
 
     __pydantic_config__ = _STRICT
 
-    property: str
+    property: str = ""
     absent: bool = False
     equals: Any = None
     parameter: str | None = None
+    rule: ElementRule | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +189,9 @@ class ScopeCheck:
     # visible (column ``id``), run in the job's own transaction for elements under a derived rule.
     derived_nodes: str | None = None
     derived_relationships: str | None = None
+    # The request's one instant (ISO-8601, UTC) that time-valid rules compare with; the rewrite's
+    # parameter ``$__gw_now`` holds the same text.
+    now: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

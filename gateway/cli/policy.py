@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gateway import rule_kinds
 from gateway.catalogue import CATALOGUE, Stage
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
@@ -28,9 +29,9 @@ from gateway.policy import (
     Limits,
     Policy,
     PolicyError,
+    ScopeFilter,
     ToolName,
     VisibilityRule,
-    derived_anchor_label,
     load_policy,
 )
 
@@ -258,47 +259,53 @@ def _article(word: str) -> str:
     return ("an " if word[:1].lower() in "aeiou" else "a ") + word
 
 
+class _Sentences:
+    """The sentence context a kind words its rule with (gateway.rule_kinds.base.SentenceContext)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def rule_property(self, rule: VisibilityRule) -> str:
+        return self.policy.scope.rule_property(rule)
+
+    def holds(self, rule: VisibilityRule, subject: str) -> str:
+        return rule_kinds.spec(rule).sentence(rule, subject, self)
+
+    def anchor_rule(self, label: str) -> VisibilityRule:
+        return self.policy.scope.nodes[label]
+
+
 def _holds(policy: Policy, rule: VisibilityRule, subject: str) -> str:
     """What ``rule`` asks of ``subject`` ("its Task's Repository"), as the end of a sentence."""
-    attribute = rule.attribute_name()
-    whose = "its" if subject == "its" else f"{subject}'s"
-    if rule.kind == "equality":
-        return f"{whose} {policy.scope.rule_property(rule)} is one of the caller's {attribute}"
-    if rule.kind == "membership":
-        prop = policy.scope.rule_property(rule)
-        return f"{whose} {prop} is an empty list or shares an entry with the caller's {attribute}"
-    if rule.kind == "public":
-        return f"{subject} exists"
-    if rule.kind == "denied":
-        return "never (its anchor is denied)"
-    anchor = derived_anchor_label(rule.path or "")
-    return _holds(policy, policy.scope.nodes[anchor], f"{whose} {anchor}")
+    return _Sentences(policy).holds(rule, subject)
+
+
+def _visible(policy: Policy, rule: VisibilityRule) -> str:
+    """When an element under ``rule`` is visible, as the end of a sentence ("visible when ...")."""
+    constant = rule_kinds.spec(rule).constant
+    if constant is not None:
+        return "visible to every caller" if constant else "never visible"
+    return f"visible when {_holds(policy, rule, 'its')}" + (f" (path {rule.path})" if rule.path else "")
+
+
+def _filter_sentence(policy: Policy, f: ScopeFilter) -> str:
+    if f.rule is not None:
+        return _holds(policy, f.rule, "its")
+    return f"it has no {f.property}" if f.absent else f"its {f.property} is {f.equals!r}"
 
 
 def rule_sentences(policy: Policy) -> list[str]:
     """Every visibility rule, filter and pin of ``policy`` as a reviewer's sentence (decision 0018)."""
     sc = policy.scope
     unnamed = "an element of a label or type not named below"
-    if sc.default.kind == "public":
-        out = [f"{unnamed} is visible to every caller"]
-    elif sc.default.kind == "denied":
-        out = [f"{unnamed} is never visible"]
-    else:
-        out = [f"{unnamed} is visible when {_holds(policy, sc.default, 'its')}"]
+    out = [f"{unnamed} is {_visible(policy, sc.default)}"]
     for kind, rules in (("node", sc.nodes), ("relationship", sc.relationships)):
         for name, rule in sorted(rules.items()):
             who = _article(name) if kind == "node" else f"a relationship of type {name}"
-            if rule.kind == "public":
-                out.append(f"{who} is visible to every caller")
-            elif rule.kind == "denied":
-                out.append(f"{who} is never visible")
-            elif rule.kind == "derived":
-                out.append(f"{who} is visible when {_holds(policy, rule, 'its')} (path {rule.path})")
-            else:
-                out.append(f"{who} is visible when {_holds(policy, rule, 'its')}")
+            out.append(f"{who} is {_visible(policy, rule)}")
     for name, filters in sorted(sc.filters.items()):
         for f in filters:
-            condition = f"it has no {f.property}" if f.absent else f"its {f.property} is {f.equals!r}"
+            condition = _filter_sentence(policy, f)
             out.append(f"under {', '.join(sorted(f.tools))}, {_article(name)} is visible only when {condition}")
     for tool in TOOL_NAMES:
         for label, pin in sorted(policy.tool(tool).pins.items()):
@@ -502,17 +509,10 @@ def rule_sentence(policy: Policy, name: str, tool: ToolName) -> str:
     """The rule, filters and pin one label or type is held to under ``tool``, as ``policy show`` words them."""
     sc = policy.scope
     rule = sc.nodes.get(name) or sc.relationships.get(name) or sc.default
-    if rule.kind == "public":
-        parts = ["visible to every caller"]
-    elif rule.kind == "denied":
-        parts = ["never visible"]
-    else:
-        parts = [f"visible when {_holds(policy, rule, 'its')}" + (f" (path {rule.path})" if rule.path else "")]
+    parts = [_visible(policy, rule)]
     for f in sc.filters.get(name, ()):
         if tool in f.tools:
-            parts.append(
-                f"only when it has no {f.property}" if f.absent else f"only when its {f.property} is {f.equals!r}"
-            )
+            parts.append(f"only when {_filter_sentence(policy, f)}")
     pin = policy.tool(tool).pins.get(name)
     if pin is not None:
         parts.append(f"only when its {pin.property} equals the request's ${pin.parameter}")

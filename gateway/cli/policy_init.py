@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from gateway.policy import PolicyError
+from gateway import rule_kinds
+from gateway.policy import PolicyError, VisibilityRule
 
 # A property name as the rules embed it in Cypher: a plain identifier (no backticks needed).
 _PROPERTY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -40,10 +41,16 @@ def scope_properties(document: dict[str, Any]) -> set[str]:
         if not isinstance(rule, dict):
             continue
         named_any = True
-        if rule.get("kind") == "membership":
-            found.add(str(rule.get("property", layers_property)))
-        elif rule.get("kind") == "equality" and "property" in rule:
-            found.add(str(rule["property"]))
+        try:
+            parsed = VisibilityRule.model_validate(rule)
+        except ValueError:
+            continue  # the loader says what is wrong with it; here it reads nothing
+        # The properties compared with a caller's attribute: what scopes an element to its owners.
+        found.update(
+            part.property or layers_property
+            for part in rule_kinds.walk(parsed)
+            if rule_kinds.spec(part).reads_attribute
+        )
     # A policy without per-label rules scopes every element by its layers property.
     return found if named_any else {layers_property}
 

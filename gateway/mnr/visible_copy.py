@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from typing import Any
 
 from gateway.cypher import ast
@@ -141,6 +142,25 @@ def _direction(rel: ast.RelPattern) -> str:
     return {"->": "out", "<-": "in"}.get(rel.direction, "both")
 
 
+def _parts(rule: VisibilityRule) -> list[VisibilityRule]:
+    """``rule`` and every rule composed into it."""
+    return [rule, *(part for sub in rule.rules or () for part in _parts(sub))]
+
+
+def _instant(value: Any) -> datetime | None:
+    import neo4j.time  # harness-only, as in seed.py: the gateway process never loads the driver
+
+    if isinstance(value, neo4j.time.DateTime) and value.tzinfo is not None:
+        return value.to_native()
+    if isinstance(value, neo4j.time.Date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    return None
+
+
 def _is_string_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
@@ -154,6 +174,8 @@ class VisibilityModel:
     principal: Principal
     params: Mapping[str, Any]
     graph: Graph
+    # The instant time-valid rules compare with (the gateway's own is taken per request).
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
     _steps: dict[str, list[_Step]] = field(default_factory=dict)
     _out: dict[str, list[GraphRel]] = field(default_factory=dict)
     _in: dict[str, list[GraphRel]] = field(default_factory=dict)
@@ -164,8 +186,9 @@ class VisibilityModel:
             self._in.setdefault(rel.end, []).append(rel)
         scope = self.policy.scope
         for rule in (*scope.nodes.values(), *scope.relationships.values()):
-            if rule.kind == "derived" and rule.path and rule.path not in self._steps:
-                self._steps[rule.path] = _steps(rule.path)
+            for part in _parts(rule):
+                if part.kind == "derived" and part.path and part.path not in self._steps:
+                    self._steps[part.path] = _steps(part.path)
 
     # ---- the rules ------------------------------------------------------------------------------
 
@@ -180,6 +203,12 @@ class VisibilityModel:
             return False
         if rule.kind == "derived":
             return depth < MAX_DERIVED_DEPTH and self._derived(rule.path or "", element, depth)
+        if rule.kind == "all_of":
+            return all(self._rule(sub, element, depth) for sub in rule.rules or ())
+        if rule.kind == "any_of":
+            return any(self._rule(sub, element, depth) for sub in rule.rules or ())
+        if rule.kind == "time_valid":
+            return self._time_valid(rule, element)
         present = scope.rule_property(rule) in element.properties
         value = element.properties.get(scope.rule_property(rule))
         allowed = self.principal.attribute(rule.attribute_name())
@@ -189,9 +218,21 @@ class VisibilityModel:
             return scope.untagged == "global"
         return _is_string_list(value) and (not value or any(item in allowed for item in value))
 
-    @staticmethod
-    def _filter(rule: ScopeFilter, element: GraphNode | GraphRel) -> bool:
-        value = element.properties.get(rule.property)
+    def _time_valid(self, rule: VisibilityRule, element: GraphNode | GraphRel) -> bool:
+        """``from <= now < to``: zoned datetimes and dates (midnight UTC) only; no ``to`` is still valid."""
+        since = _instant(element.properties.get(rule.from_property or "validFrom"))
+        if since is None or since > self.now:
+            return False
+        end = element.properties.get(rule.to_property or "validTo")
+        if end is None:
+            return True
+        until = _instant(end)
+        return until is not None and self.now < until
+
+    def _filter(self, rule: ScopeFilter, element: GraphNode | GraphRel) -> bool:
+        if rule.rule is not None:
+            return self._rule(rule.rule, element, 0)
+        value = element.properties.get(rule.property or "")
         if rule.absent:
             return value is None
         return isinstance(value, str) and value == rule.equals
@@ -203,7 +244,7 @@ class VisibilityModel:
         for label in node.labels:
             rule = scope.nodes.get(label)
             if rule is not None:
-                if rule.kind == "derived" and depth > 0 and label not in stated:
+                if any(p.kind == "derived" for p in _parts(rule)) and depth > 0 and label not in stated:
                     return False  # an anchor with a derived label its path does not state
                 if not self._rule(rule, node, depth):
                     return False

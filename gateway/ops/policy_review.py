@@ -18,11 +18,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from gateway import rule_kinds
 from gateway.cli.policy import rule_sentence
 from gateway.config import GatewaySettings, neo4j_connection
 from gateway.domain import Principal, attribute_lists
 from gateway.errors import SetupError
-from gateway.policy import Policy, ToolName, derived_anchor_label
+from gateway.policy import Policy, ToolName, VisibilityRule, derived_anchor_label
+from gateway.rule_kinds.derived import is_derived
 from gateway.scope.predicates import Predicates, quote_name
 from gateway.scope.rules import MAX_DERIVED_DEPTH, ToolRules
 from gateway.scope_survey import Run
@@ -116,7 +118,7 @@ def explain(
     if node_rows:
         found = _explain_node(policy, principal, ref, node_rows, named, tool)
         for label in found.owners:
-            if label in policy.scope.nodes and policy.scope.nodes[label].kind == "derived":
+            if label in policy.scope.nodes and is_derived(policy.scope.nodes[label]):
                 found.reasons.insert(-1, _anchor_chain(policy, rules, run, ref, label))
         return found
     rel_rows = run(
@@ -136,13 +138,14 @@ def _anchor_chain(policy: Policy, rules: ToolRules, run: Run, ref: ElementRef, l
     """Where ``label``'s derived rule leads for this element: the anchors reached, and what the last one reads."""
     steps: list[str] = []
     chain, current, rule = [label], label, policy.scope.nodes[label]
-    while rule.kind == "derived" and len(chain) <= MAX_DERIVED_DEPTH:
+    while is_derived(rule) and len(chain) <= MAX_DERIVED_DEPTH:
         steps.append(rules.derived[rule.path or ""].renamed(f"a{len(steps)}", f"a{len(steps) + 1}"))
         current = derived_anchor_label(rule.path or "")
         chain.append(current)
         rule = policy.scope.nodes[current]
     last = f"a{len(steps)}"
-    reads = f"{last}.{quote_name(policy.scope.rule_property(rule))}" if rule.kind in ("membership", "equality") else "1"
+    reads_one = rule_kinds.spec(rule).reads_attribute
+    reads = f"{last}.{quote_name(policy.scope.rule_property(rule))}" if reads_one else "1"
     rows = run(
         f"MATCH (a0:{quote_name(ref.owner)}) WHERE toString(a0[$__key]) = $__value "
         + " ".join(f"OPTIONAL MATCH {step}" for step in steps)
@@ -153,7 +156,7 @@ def _anchor_chain(policy: Policy, rules: ToolRules, run: Run, ref: ElementRef, l
     path = " -> ".join(chain)
     if not reached:
         return f"its anchor chain {path} reaches no {current}: nothing to borrow visibility from"
-    if rule.kind not in ("membership", "equality"):
+    if not reads_one:
         return f"its anchor chain {path} reaches {reached} {current} ({rule.kind})"
     prop = policy.scope.rule_property(rule)
     return f"its anchor chain {path} reaches {reached} {current} whose {prop} is {', '.join(map(repr, values))}"
@@ -180,31 +183,29 @@ def _explain_node(
         sentence = rule_sentence(policy, label, tool)
         reasons.append(f"{label} ({rule.kind}): {sentence}: {'holds' if holds[label] else 'does NOT hold'}")
         if not holds[label] and not decided_by:
-            decided_by = _kind_words(policy, rule.kind, keys, rule)
+            decided_by = _kind_words(policy, keys, rule)
     if not carried:
         rule = policy.scope.default
         reasons.append(f"it carries no label the policy names: the default rule ({rule.kind}) decides: "
                        f"{'holds' if default_holds else 'does NOT hold'}")  # fmt: skip
-        decided_by = "default: " + _kind_words(policy, rule.kind, keys, rule)
+        decided_by = "default: " + _kind_words(policy, keys, rule)
     elif not decided_by:
         decided_by = " and ".join(
-            f"{label}: {_kind_words(policy, policy.scope.nodes[label].kind, keys, policy.scope.nodes[label])}"
-            for label in carried
+            f"{label}: {_kind_words(policy, keys, policy.scope.nodes[label])}" for label in carried
         )
     reasons.append(f"{principal.name} is: {describe_principal(principal)}")
     return Explanation(element=f"{ref.owner}:{ref.key}={ref.value}", kind="node", owners=sorted(labels),
                        visible=bool(visible), decided_by=decided_by, reasons=reasons)  # fmt: skip
 
 
-def _kind_words(policy: Policy, kind: str, keys: list[str], rule: Any) -> str:
-    if kind == "derived":
-        return "derived anchor chain"
-    if kind in ("membership", "equality"):
+def _kind_words(policy: Policy, keys: list[str], rule: VisibilityRule) -> str:
+    spec = rule_kinds.spec(rule)
+    if spec.reads_attribute:
         prop = policy.scope.rule_property(rule)
         if prop not in keys:
             return f"untagged (it has no {prop!r})"
-        return f"{kind} rule on {prop!r}"
-    return f"{kind} rule"
+        return f"{spec.label} on {prop!r}"
+    return spec.label
 
 
 def _explain_relationship(
@@ -227,11 +228,11 @@ def _explain_relationship(
     if hidden:
         decided_by = "bookkeeping" if rel_type in policy.scope.bookkeeping_relationship_types else "denied"
     elif not own:
-        decided_by = _kind_words(policy, rule.kind, keys, rule)
+        decided_by = _kind_words(policy, keys, rule)
     elif not (start and end):
         decided_by = "an endpoint's rule"
     else:
-        decided_by = _kind_words(policy, rule.kind, keys, rule)
+        decided_by = _kind_words(policy, keys, rule)
     reasons.append(f"{principal.name} is: {describe_principal(principal)}")
     return Explanation(element=f"{ref.owner}:{ref.key}={ref.value}", kind="relationship", owners=[rel_type],
                        visible=bool(visible), decided_by=decided_by, reasons=reasons)  # fmt: skip

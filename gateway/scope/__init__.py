@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from gateway import rule_kinds
 from gateway.cypher import ParsedQuery
 from gateway.errors import Neo4jRefused
 from gateway.policy import Policy, ToolName, VisibilityRule
 from gateway.scope.notifications import kept_notifications
 from gateway.scope.passes import PASSES, SCOPERS, run_passes
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates
-from gateway.scope.rules import ToolRules
+from gateway.scope.rules import ToolRules, request_now
 from sandbox.scope_check import IDS_PARAMETER
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
 
@@ -74,6 +75,8 @@ def plan(
     settings = policy.scope
     hidden = sorted(policy.hidden_relationship_types(tool))
     rules = ToolRules.of(policy, tool)
+    # One instant per request: the rewrite's $__gw_now and the sandbox check's `now` are this text.
+    now = request_now() if rules.reads_now else None
     if not rewrite_on:
         cypher = query if isinstance(query, str) else query.text
     elif isinstance(query, str):
@@ -85,47 +88,59 @@ def plan(
         cypher = run_passes(
             query, policy=policy, predicates=predicates, max_chars=policy.tool(tool).limits.max_rewritten_chars
         )
-    result_check = _result_check(policy, tool, principal, rules) if check_on else None
+    result_check = _result_check(policy, tool, principal, rules, now) if check_on else None
     return ScopePlan(
         cypher=cypher,
-        params=rules.parameters(principal),
+        params=rules.parameters(principal, now),
         result_check=result_check,
         withhold_error_details=rewrite_on,
         withhold_data_notifications=rewrite_on,
     )
 
 
-def _element_rule(policy: Policy, rule: VisibilityRule, principal: Principal) -> ElementRule:
-    if rule.kind in ("membership", "equality"):
-        return ElementRule(
-            kind=rule.kind,
-            property=policy.scope.rule_property(rule),
-            values=sorted(principal.attribute(rule.attribute_name())),
-        )
-    return ElementRule(kind=rule.kind)
+class _Wire:
+    """The wire context a kind writes the sandbox's copy of a rule with (gateway.rule_kinds.base.WireContext)."""
+
+    def __init__(self, policy: Policy, principal: Principal) -> None:
+        self.policy, self.principal = policy, principal
+
+    def rule_property(self, rule: VisibilityRule) -> str:
+        return self.policy.scope.rule_property(rule)
+
+    def values(self, attribute: str) -> list[str]:
+        return sorted(self.principal.attribute(attribute))
+
+    def wire(self, rule: VisibilityRule) -> ElementRule:
+        return rule_kinds.spec(rule).wire(rule, self)
 
 
-def _result_check(policy: Policy, tool: ToolName, principal: Principal, rules: ToolRules) -> ScopeCheck:
+def _result_check(
+    policy: Policy, tool: ToolName, principal: Principal, rules: ToolRules, now: str | None
+) -> ScopeCheck:
     """Layer 2's copy of the rules, the caller's attribute values filled in (docs/decisions/0018 §6)."""
     settings = policy.scope
+    wire = _Wire(policy, principal)
     conditions: dict[str, list[ElementCondition]] = {}
     for name, filters in rules.filters.items():
         conditions[name] = [
-            ElementCondition(property=f.property, absent=True)
+            ElementCondition(rule=wire.wire(f.rule))
+            if f.rule is not None
+            else ElementCondition(property=f.property or "", absent=True)
             if f.absent
-            else ElementCondition(property=f.property, equals=f.equals)
+            else ElementCondition(property=f.property or "", equals=f.equals)
             for f in filters
         ]
     for label, pin in rules.pins.items():
         conditions.setdefault(label, []).append(ElementCondition(property=pin.property, parameter=pin.parameter))
     derived_nodes = derived_relationships = None
     element, ids = f"{GENERATED_PREFIX}x", f"{GENERATED_PREFIX}id"
-    if any(r.kind == "derived" for r in settings.nodes.values()):
+    # The element's whole visibility text: what the sandbox could not settle, Neo4j settles here.
+    if any(rule_kinds.needs_neo4j(r) for r in settings.nodes.values()):
         derived_nodes = (
             f"UNWIND ${IDS_PARAMETER} AS {ids} MATCH ({element}) WHERE elementId({element}) = {ids} "
             f"AND {rules.node(element)} RETURN elementId({element}) AS id"
         )
-    if any(r.kind == "derived" for r in settings.relationships.values()):
+    if any(rule_kinds.needs_neo4j(r) for r in settings.relationships.values()):
         derived_relationships = (
             f"UNWIND ${IDS_PARAMETER} AS {ids} MATCH ()-[{element}]->() WHERE elementId({element}) = {ids} "
             f"AND {rules.relationship(element)} RETURN elementId({element}) AS id"
@@ -135,12 +150,13 @@ def _result_check(policy: Policy, tool: ToolName, principal: Principal, rules: T
         layers=sorted(principal.scope),
         hidden_relationship_types=sorted(policy.hidden_relationship_types(tool)),
         untagged=settings.untagged,
-        default=_element_rule(policy, settings.default, principal),
-        nodes={label: _element_rule(policy, rule, principal) for label, rule in settings.nodes.items()},
-        relationships={t: _element_rule(policy, rule, principal) for t, rule in settings.relationships.items()},
+        default=wire.wire(settings.default),
+        nodes={label: wire.wire(rule) for label, rule in settings.nodes.items()},
+        relationships={t: wire.wire(rule) for t, rule in settings.relationships.items()},
         conditions=conditions,
         derived_nodes=derived_nodes,
         derived_relationships=derived_relationships,
+        now=now,
     )
 
 

@@ -1,22 +1,11 @@
 """The Cypher text of the visibility predicates the rewrite injects.
 
-One element ``x`` is visible when its layers property is an empty list of
-strings (global), or a list of strings with one in the caller's scope
-parameter. A missing property hides the element (unless the policy opts into
-``scope.untagged: global``), and so does anything malformed (a string, a
-number, a list holding a non-string or a null): a writer bug, a renamed
-property or a graph scoped some other way must turn into a missing answer,
-never a disclosure. The property is read once (bound by a one-element
-``any``), not once per test.
-
-The type test needs ``NOT NULL``: ``null IS :: LIST<STRING NOT NULL>`` is true
-in Neo4j (every type includes null unless it says otherwise).
-
-Why ``CASE`` and not ``OR``/``AND``: Neo4j does not promise the order in which
-it evaluates ``OR`` operands, and ``size('a')``/``any(l IN 5 …)`` raise type
-errors at run time. ``CASE`` branches are evaluated only when selected, so a
-malformed value yields ``false`` instead of an error (checked against Neo4j
-5.26 by tests/test_scope_neo4j.py).
+Each element's text is its rules' (``gateway/scope/rules.py``, each kind written by its module in
+``gateway/rule_kinds``); a policy without rules holds every element to membership on its layers
+property (``gateway/rule_kinds/membership.py`` says why the text is shaped as it is, checked
+against Neo4j by tests/integration/scope/test_scope_neo4j.py). Paths, lists of elements and a
+relationship's endpoints are written here from the two entry points, so every rule holds
+wherever the rewrite checks an element.
 """
 
 from __future__ import annotations
@@ -24,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gateway.rule_kinds.membership import membership_text
 from gateway.scope.rules import ToolRules
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -83,16 +73,13 @@ class Predicates:
         return f"{own} AND NOT type({rel}) IN [{', '.join(string_literal(t) for t in hidden)}]"
 
     def visible(self, element: str) -> str:
-        """``element`` (a variable or expression) is visible to the caller."""
-        value = f"{GENERATED_PREFIX}v"
-        item = f"{GENERATED_PREFIX}l"
-        scope = "$" + quote_name(self.scope_parameter)
-        missing = f"WHEN {value} IS NULL THEN true " if self.untagged_global else ""
-        return (
-            f"any({value} IN [{element}.{quote_name(self.layers_property)}] WHERE CASE {missing}"
-            f"WHEN {value} IS :: LIST<STRING NOT NULL> NOT NULL THEN size({value}) = 0 OR "
-            f"any({item} IN {value} WHERE {item} IN {scope}) "
-            "ELSE false END)"
+        """``element`` (a variable or expression) is visible to the caller: the membership rule on the
+        layers property, what a policy without rules holds every element to."""
+        return membership_text(
+            element,
+            quote_name(self.layers_property),
+            "$" + quote_name(self.scope_parameter),
+            untagged_global=self.untagged_global,
         )
 
     def visible_relationship(self, rel: str) -> str:

@@ -24,8 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
+from gateway import rule_kinds
 from gateway.cypher import ast, parse
 from gateway.policy import (
     DEFAULT_ATTRIBUTE,
@@ -39,6 +41,9 @@ from gateway.policy import (
     VisibilityRule,
     attribute_parameter,
 )
+from gateway.rule_kinds import composition
+from gateway.rule_kinds.base import FALSE, TRUE
+from gateway.rule_kinds.derived import is_derived
 
 if TYPE_CHECKING:
     from gateway.domain import Principal
@@ -47,7 +52,6 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PREFIX = "__gw_"  # predicates.GENERATED_PREFIX (not imported: predicates imports this module)
 # Anchors within anchors: the policy refuses cycles, this bounds the text whatever it holds.
 MAX_DERIVED_DEPTH = 8
-TRUE, FALSE = "true", "false"
 
 
 def quote(name: str) -> str:
@@ -133,7 +137,11 @@ class ToolRules:
             for name, all_filters in settings.filters.items()
             if (kept := tuple(f for f in all_filters if tool in f.tools))
         }
-        paths = [r.path for r in (*settings.nodes.values(), *settings.relationships.values()) if r.kind == "derived"]
+        paths = [
+            part.path
+            for rule in (*settings.nodes.values(), *settings.relationships.values())
+            for part in rule_kinds.walk(rule)
+        ]
         derived = {path: _Derived.of(path) for path in paths if path}
         return cls(settings, settings.scope_parameter, dict(policy.tool(tool).pins), filters, derived)
 
@@ -144,14 +152,23 @@ class ToolRules:
     def parameter(self, attribute: str) -> str:
         return self.scope_parameter if attribute == DEFAULT_ATTRIBUTE else attribute_parameter(attribute)
 
-    def parameters(self, principal: Principal) -> dict[str, list[str]]:
-        """Every reserved parameter the rules read, filled from ``principal``'s attribute lists."""
-        names = {DEFAULT_ATTRIBUTE} | {
-            r.attribute_name()
-            for r in (self.scope.default, *self.scope.nodes.values(), *self.scope.relationships.values())
-            if r.kind in ("membership", "equality")
-        }
-        return {self.parameter(name): sorted(principal.attribute(name)) for name in sorted(names)}
+    def _all_rules(self) -> list[VisibilityRule]:
+        filtered = [f.rule for filters in self.filters.values() for f in filters if f.rule is not None]
+        return [self.scope.default, *self.scope.nodes.values(), *self.scope.relationships.values(), *filtered]
+
+    @property
+    def reads_now(self) -> bool:
+        """Some rule this tool applies compares with the request's instant."""
+        return any(rule_kinds.reads_now(rule) for rule in self._all_rules())
+
+    def parameters(self, principal: Principal, now: str | None = None) -> dict[str, Any]:
+        """Every reserved parameter the rules read, filled from ``principal``'s attribute lists and,
+        when a rule compares with it, the request's instant ``now`` (ISO-8601, UTC)."""
+        names = {DEFAULT_ATTRIBUTE} | {name for rule in self._all_rules() for name in rule_kinds.attributes(rule)}
+        out: dict[str, Any] = {self.parameter(name): sorted(principal.attribute(name)) for name in sorted(names)}
+        if self.reads_now:
+            out[rule_kinds.NOW_PARAMETER] = now if now is not None else request_now()
+        return out
 
     # ---- nodes ---------------------------------------------------------------------------
 
@@ -197,9 +214,14 @@ class ToolRules:
 
     def _shared(self) -> frozenset[str]:
         default = self.scope.default
-        if default.kind not in ("membership", "equality"):
+        if rule_kinds.spec(default).constant is not None:
             return frozenset()
-        return frozenset(label for label, rule in self.scope.nodes.items() if rule == default)
+        # An all_of that holds the default among its rules shares it too; the rest is its own.
+        return frozenset(
+            label
+            for label, rule in self.scope.nodes.items()
+            if rule == default or composition.without(rule, default) is not None
+        )
 
     def _default(
         self, var: str, labels: frozenset[str], depth: int, named: set[str], shared: frozenset[str]
@@ -226,16 +248,18 @@ class ToolRules:
     def _label(
         self, var: str, label: str, depth: int, *, stated: bool, chained: bool = False, own_rule: bool = True
     ) -> str:
-        """``label``'s conditions; ``own_rule`` False: its rule is the default's, written once apart."""
+        """``label``'s conditions; ``own_rule`` False: its rule shares the default's, written once apart,
+        so only what it asks beyond the default is written here."""
         parts: list[str] = []
-        rule = self.scope.nodes.get(label) if own_rule else None
-        if rule is not None:
-            if rule.kind == "derived" and depth > 0 and not stated:
+        full = self.scope.nodes.get(label)
+        rule = full if own_rule or full is None else composition.without(full, self.scope.default)
+        if rule is not None and full is not None:
+            if rule_kinds.needs_neo4j(rule) and depth > 0 and not stated:
                 # An anchor carrying a derived label its path does not state: hidden, not recursed.
                 parts.append(FALSE)
-            elif not (rule.kind == "derived" and stated and chained):
+            elif not (is_derived(full) and stated and chained):
                 parts.append(self._rule(var, rule, depth))
-        parts += [self._filter(var, f) for f in self.filters.get(label, ())]
+        parts += [self._filter(var, f, depth) for f in self.filters.get(label, ())]
         pin = self.pins.get(label)
         if pin is not None:
             parts.append(f"coalesce({var}.{quote(pin.property)} = ${quote(pin.parameter)}, false)")
@@ -267,30 +291,14 @@ class ToolRules:
 
     def _type(self, var: str, rel_type: str, depth: int) -> str:
         rule = self.scope.relationships.get(rel_type, self.scope.default)
-        return _and([self._rule(var, rule, depth), *(self._filter(var, f) for f in self.filters.get(rel_type, ()))])
+        filters = [self._filter(var, f, depth) for f in self.filters.get(rel_type, ())]
+        return _and([self._rule(var, rule, depth), *filters])
 
     # ---- one rule ----------------------------------------------------------------------------
 
     def _rule(self, var: str, rule: VisibilityRule, depth: int) -> str:
-        value, item = f"{_PREFIX}v", f"{_PREFIX}l"
-        if rule.kind == "public":
-            return TRUE
-        if rule.kind == "denied":
-            return FALSE
-        if rule.kind == "derived":
-            return self._derived(var, rule, depth)
-        prop = quote(self.scope.rule_property(rule))
-        attr = "$" + quote(self.parameter(rule.attribute_name()))
-        if rule.kind == "equality":
-            # The attribute holds strings only: no other stored value equals one, none raises.
-            return f"coalesce({var}.{prop} IN {attr}, false)"
-        missing = f"WHEN {value} IS NULL THEN true " if self.untagged_global else ""
-        return (
-            f"any({value} IN [{var}.{prop}] WHERE CASE {missing}"
-            f"WHEN {value} IS :: LIST<STRING NOT NULL> NOT NULL THEN size({value}) = 0 OR "
-            f"any({item} IN {value} WHERE {item} IN {attr}) "
-            "ELSE false END)"
-        )
+        """``rule``'s text, written by its kind (gateway/rule_kinds)."""
+        return rule_kinds.spec(rule).text(rule, var, _RuleText(self, depth))
 
     def _derived(self, var: str, rule: VisibilityRule, depth: int) -> str:
         """One EXISTS for the whole walk to the root anchor: a MATCH per declared hop, each anchor's
@@ -311,13 +319,46 @@ class ToolRules:
             clauses.append(f"MATCH {path.renamed(element, anchor)}{where}")
             (label,) = path.anchor_labels  # the policy gives every anchor exactly one label
             following = self.scope.nodes.get(label)
-            current = following if following is not None and following.kind == "derived" else None
+            current = following if following is not None and is_derived(following) else None
             element, depth = anchor, depth + 1
         return f"EXISTS {{ {' '.join(clauses)} }}"
 
-    @staticmethod
-    def _filter(var: str, rule: ScopeFilter) -> str:
-        prop = f"{var}.{quote(rule.property)}"
+    def _filter(self, var: str, rule: ScopeFilter, depth: int) -> str:
+        if rule.rule is not None:
+            return self._rule(var, rule.rule, depth)
+        prop = f"{var}.{quote(rule.property or '')}"
         if rule.absent:
             return f"{prop} IS NULL"
         return f"coalesce({prop} = {literal(rule.equals or '')}, false)"
+
+
+@dataclass(frozen=True)
+class _RuleText:
+    """The text context a kind writes with (gateway.rule_kinds.base.TextContext): one tool's rules at one depth."""
+
+    rules: ToolRules
+    depth: int
+
+    @property
+    def untagged_global(self) -> bool:
+        return self.rules.untagged_global
+
+    def quote(self, name: str) -> str:
+        return quote(name)
+
+    def rule_property(self, rule: VisibilityRule) -> str:
+        return self.rules.scope.rule_property(rule)
+
+    def attribute_parameter(self, attribute: str) -> str:
+        return "$" + quote(self.rules.parameter(attribute))
+
+    def rule(self, var: str, rule: VisibilityRule) -> str:
+        return self.rules._rule(var, rule, self.depth)
+
+    def derived(self, var: str, rule: VisibilityRule) -> str:
+        return self.rules._derived(var, rule, self.depth)
+
+
+def request_now() -> str:
+    """The request's one instant, as the rewrite's ``$__gw_now`` and the sandbox check's ``now`` carry it."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")

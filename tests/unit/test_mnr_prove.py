@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,33 +79,40 @@ def test_recall_pins_bind_what_is_seen() -> None:
     assert not _visible(MENTIS, MENTIS_GRAPH, "recall", both, {"repository": "umbrella/ops", "taskId": "X"}).rels
 
 
+SINCE, RETIRED = datetime(2020, 1, 1, tzinfo=UTC), datetime(2025, 1, 1, tzinfo=UTC)
 MINDREADER_GRAPH = _graph(
     [
         ("e1", {"Entity"}, {"layers": ["work"]}),
         ("e2", {"Entity"}, {"layers": []}),
         ("e3", {"Entity"}, {}),
         ("e4", {"Entity"}, {"layers": "work"}),
-        ("f1", {"Fact"}, {"layers": ["work"], "validTo": "2025"}),
-        ("f2", {"Fact"}, {"layers": ["work"]}),
+        ("f1", {"Fact"}, {"layers": ["work"], "validFrom": SINCE, "validTo": RETIRED}),
+        ("f2", {"Fact"}, {"layers": ["work"], "validFrom": SINCE}),
+        ("f3", {"Fact"}, {"layers": ["work"], "validFrom": SINCE}),  # about the untagged e3 only
+        ("f4", {"Fact"}, {"layers": ["work"], "validFrom": "2020-01-01"}),  # a string is not a time
     ],
     [
-        ("a1", "ASSERTS", "e1", "e2", {"layers": ["work"]}),
-        ("a2", "ASSERTS", "e1", "e2", {"layers": ["health"]}),
-        ("a3", "ASSERTS", "e1", "e2", {"layers": ["work"], "validTo": "2025"}),
+        ("a1", "ASSERTS", "e1", "e2", {"layers": ["work"], "validFrom": SINCE}),
+        ("a2", "ASSERTS", "e1", "e2", {"layers": ["health"], "validFrom": SINCE}),
+        ("a3", "ASSERTS", "e1", "e2", {"layers": ["work"], "validFrom": SINCE, "validTo": RETIRED}),
         ("c1", "SUPERSEDES", "f2", "f1", {"layers": []}),
-        ("u1", "ABOUT", "f2", "e3", {"layers": []}),
+        ("u1", "ABOUT", "f3", "e3", {"layers": []}),
+        ("u2", "ABOUT", "f2", "e1", {"layers": []}),
+        ("u3", "ABOUT", "f1", "e1", {"layers": []}),
+        ("u4", "ABOUT", "f4", "e1", {"layers": []}),
     ],
 )
 
 
-def test_membership_untagged_malformed_filters_and_bookkeeping() -> None:
+def test_membership_untagged_malformed_filters_anchors_and_bookkeeping() -> None:
     worker = Principal(name="w", scope=frozenset({"work"}))
     analyze = _visible(MINDREADER, MINDREADER_GRAPH, "analyze", worker)
-    assert set(analyze.nodes) == {"e1", "e2", "f2"}  # untagged e3, malformed e4, retired f1 hidden
-    assert set(analyze.rels) == {"a1"}  # another layer, retired, bookkeeping, hidden end
+    # untagged e3, malformed e4, retired f1, f3 about a hidden anchor, f4 without a time: hidden
+    assert set(analyze.nodes) == {"e1", "e2", "f2"}
+    assert set(analyze.rels) == {"a1", "u2"}  # another layer, retired, bookkeeping, hidden end
     recall = _visible(MINDREADER, MINDREADER_GRAPH, "recall", worker)
-    assert set(recall.nodes) == {"e1", "e2", "f1", "f2"}
-    assert set(recall.rels) == {"a1", "a3"}
+    assert set(recall.nodes) == {"e1", "e2", "f1", "f2", "f4"}
+    assert set(recall.rels) == {"a1", "a3", "u2", "u3", "u4"}
 
 
 def test_default_principals_and_parsing() -> None:

@@ -60,7 +60,7 @@ def test_mindreader_template_renames_layers_everywhere_the_rules_read_it() -> No
     # The rules themselves are untouched: kinds, filters and the names of other properties.
     original = _body((POLICIES_DIR / "mindreader.yaml").read_text())["scope"]
     assert scope["nodes"] == original["nodes"] and scope["filters"] == original["filters"]
-    assert scope["filters"]["Fact"] == [{"property": "validTo", "absent": True, "tools": ["analyze"]}]
+    assert scope["filters"]["Fact"] == [{"rule": {"kind": "time_valid"}, "tools": ["analyze"]}]
     # No line outside a comment still names the old property as a value.
     code = [line.split("#", 1)[0] for line in text.splitlines()]
     assert not any(": layers" in line or "property: layers" in line for line in code)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-STANDARD = {"__future__", "collections.abc", "typing"}
-LIGHT = ("sandbox.wire", "sandbox.tagged", "sandbox.scope_check", "sandbox.withhold")
+STANDARD = {"__future__", "collections.abc", "datetime", "re", "typing"}
+LIGHT = ("sandbox.wire", "sandbox.tagged", "sandbox.scope_check", "sandbox.rule_checks", "sandbox.withhold")
 
 
 @pytest.mark.parametrize("name", LIGHT[1:])

@@ -170,7 +170,7 @@ def test_a_derived_path_that_cannot_be_held_is_refused_naming_the_problem(
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"Repository": {"kind": "equality", "property": "name"}}, "names its property and the caller's attribute"),
+        ({"Repository": {"kind": "equality", "property": "name"}}, "an equality rule names its attribute"),
         ({"Catalog": {"kind": "public", "property": "x"}}, "a public rule takes no property"),
         ({"Fact": {"kind": "membership", "attribute": "has space"}}, "must be an identifier"),
         ({"Fact": {"kind": "sometimes"}}, "Fact.kind"),
@@ -359,12 +359,14 @@ def test_labels_ruled_like_the_default_share_its_one_predicate() -> None:
     mindreader = ToolRules.of(
         load_policy(Path(__file__).resolve().parents[2] / "policies" / "mindreader.yaml"), "analyze"
     )
+    # Fact's all_of holds the default's membership: shared too, its anchor walk written apart.
     for labels in (frozenset(), frozenset({"Entity"}), frozenset({"Fact"}), frozenset({"Unnamed"})):
         text = mindreader.node("n", labels)
         assert text.count("n.layers") == 1, text
+    assert "EXISTS { MATCH (n)-[:ABOUT]->(__gw_a0:Entity)" in mindreader.node("n", frozenset({"Fact"}))
     # Its filters still hold for a Fact, stated or not.
-    assert "n.validTo IS NULL" in mindreader.node("n", frozenset({"Fact"}))
-    assert "(NOT n:Fact OR n.validTo IS NULL)" in mindreader.node("n")
+    assert "any(__gw_tf IN [n.validFrom]" in mindreader.node("n", frozenset({"Fact"}))
+    assert "(NOT n:Fact OR (EXISTS { MATCH (n)-[:ABOUT]->(__gw_a0:Entity)" in mindreader.node("n")
 
 
 def test_a_label_ruled_otherwise_does_not_exempt_a_node_from_the_shared_rule() -> None:

@@ -75,7 +75,7 @@ def test_mindreader_layers_on_entities_and_assertions_validto_catalog_and_one_un
         "MATCH (n:MindreaderFixture) WHERE n.validTo IS NOT NULL RETURN n.uid AS uid UNION "
         "MATCH (:MindreaderFixture)-[n:ASSERTS]->() WHERE n.validTo IS NOT NULL RETURN n.uid AS uid"
     ))  # fmt: skip
-    assert sorted(r[0] for r in retired) == ["asr-lives-paris", "fact-lang-old"]
+    assert sorted(r[0] for r in retired) == ["asr-lives-paris", "fact-lang-old", "fact-lang-until"]
     # The catalog is global by construction: every Class and Property has layers = [].
     assert _rows(seeded, neo4j_connection, (
         "MATCH (c:MindreaderFixture) WHERE c:Class OR c:Property "
@@ -85,7 +85,7 @@ def test_mindreader_layers_on_entities_and_assertions_validto_catalog_and_one_un
         "MATCH (:MindreaderFixture)-[r]->() RETURN type(r) AS t, count(*) ORDER BY t"
     ))  # fmt: skip
     assert dict((t, c) for t, c in shapes) == {
-        "ABOUT": 5, "ASSERTS": 6, "CONTRADICTS": 1, "FROM_EPISODE": 3, "HAS_PROPERTY": 2, "INSTANCE_OF": 6,
+        "ABOUT": 9, "ASSERTS": 6, "CONTRADICTS": 1, "FROM_EPISODE": 3, "HAS_PROPERTY": 2, "INSTANCE_OF": 6,
         "SUPERSEDES": 1,
     }  # fmt: skip
     assert _rows(seeded, neo4j_connection, "MATCH (e:MindreaderFixture:Episode) RETURN count(e)") == [[2]]

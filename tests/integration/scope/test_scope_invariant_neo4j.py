@@ -181,11 +181,16 @@ RULES_PRINCIPAL = Principal(name="invariant", attributes={"repositories": frozen
 # Run after each scenario's graph and setup, so every rule holds for every element. The anchors
 # (InvAnchor nodes, INV_ANCHORED relationships) are extra elements both queries see alike.
 RULES_TAGS = [
-    "MATCH (n) WHERE n:A OR n:B SET n.inv_repo = 'r'",
+    "MATCH (n) WHERE n:A OR n:B SET n.inv_repo = 'r', n.inv_from = datetime('2000-01-01T00:00:00Z')",
+    # Filters name labels and types alike: A's time-valid filter holds relationships of type A too.
+    "MATCH ()-[r:A]->() SET r.inv_from = datetime('2000-01-01T00:00:00Z')",
     "MATCH (n:C) CREATE (n)-[:INV_ANCHORED]->(:InvAnchor {inv_repo: 'r'})",
 ]
 # The labels and types each rule kind is given to, to count the scenarios whose graph has them.
-RULE_KINDS = {"equality": ("A", "B"), "derived": ("C",), "public": ("X", "T"), "filters": ("B",)}
+RULE_KINDS = {
+    "equality": ("A", "B"), "derived": ("C",), "public": ("X", "T"), "filters": ("A", "B"), "all_of": ("B",),
+    "any_of": ("C",), "time_valid": ("A", "B"),
+}  # fmt: skip
 RULES_REFUSED: dict[str, str] = {}
 
 
@@ -226,7 +231,7 @@ def test_the_tck_reads_answer_as_neo4j_answers_them_under_every_rule_kind(neo4j_
         graph_text = " ".join(setup)
         for kind, names in RULE_KINDS.items():
             counts[f"compared: graph has {kind}"] += any(re.search(rf":{name}\b", graph_text) for name in names)
-        for mark in ("inv_repo", "INV_ANCHORED", "inv_retired"):  # the rules the rewrite wrote in
+        for mark in ("inv_repo", "INV_ANCHORED", "inv_retired", "inv_from"):  # the rules the rewrite wrote in
             counts[f"compared: rewrite reads {mark}"] += mark in planned.cypher
         if neo4j != gateway:
             different.append(f"{scenario.name}\n  {scenario.query}\n  Neo4j:   {neo4j}\n  gateway: {gateway}")
@@ -234,7 +239,7 @@ def test_the_tck_reads_answer_as_neo4j_answers_them_under_every_rule_kind(neo4j_
     assert refused == RULES_REFUSED
     assert counts["compared"] >= 900, counts
     assert min(counts[f"compared: graph has {kind}"] for kind in RULE_KINDS) >= 50, counts
-    written_in = ("inv_repo", "INV_ANCHORED", "inv_retired")
+    written_in = ("inv_repo", "INV_ANCHORED", "inv_retired", "inv_from")
     assert min(counts[f"compared: rewrite reads {mark}"] for mark in written_in) >= 500, counts
 
 
