@@ -439,7 +439,7 @@ class _Full:
         return self._answer
 
 
-_Answers = tuple[Answer, Answer, _Full]
+_Answers = tuple[Answer, Answer, Callable[[], Answer]]
 
 
 def shares(n: int, pairs: int) -> list[int]:
