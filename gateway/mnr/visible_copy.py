@@ -199,6 +199,9 @@ class VisibilityModel:
         """Every named label's rule, every filter and pin of a label it carries; the default without one."""
         scope = self.policy.scope
         pins = self.policy.tool(self.tool).pins
+        derived = [label for label in node.labels if (r := scope.nodes.get(label)) is not None and r.kind == "derived"]
+        if len(derived) > 1:
+            return False  # two derived labels: two parents claimed, hidden whatever they are
         for label in node.labels:
             rule = scope.nodes.get(label)
             if rule is not None:

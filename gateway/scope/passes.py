@@ -718,7 +718,9 @@ def guard_condition(
     CASE's guard carries when there is one, else they join ``then``: each is written once.
     """
     conjuncts = _conjuncts(where)
-    kept = [c for c in conjuncts if seekable(c, elements) or (folded and _before_the_search(c, checks, elements, paths))]
+    kept = [
+        c for c in conjuncts if seekable(c, elements) or (folded and _before_the_search(c, checks, elements, paths))
+    ]
     rest = [c for c in conjuncts if not any(c is k for k in kept)]
     guard = ""
     if rest:

@@ -171,9 +171,22 @@ class ToolRules:
         shared = self._shared()
         parts: list[str] = []
         absent: list[str] = []  # labels the node must not carry
+        derived = self._derived_labels()
+        # A node carrying two derived labels is hidden (each says "visible through its one parent";
+        # both at once is malformed data): one walk per node, never one per label it might carry.
+        # Once the pattern states a derived label, the others are plain label tests.
+        if len(labels & derived) > 1:
+            return FALSE
+        alone = depth > 0 or bool(labels & derived)
+        if not alone and len(derived & set(conditioned)) > 1:
+            item = f"{_PREFIX}k"
+            names = ", ".join(literal(label) for label in sorted(derived))
+            parts.append(f"size([{item} IN labels({var}) WHERE {item} IN [{names}]]) <= 1")
         for label in conditioned:
             stated = label in labels
-            condition = self._label(var, label, depth, stated=stated, chained=chained, own_rule=label not in shared)
+            condition = self._label(
+                var, label, depth, stated=stated, chained=chained, own_rule=label not in shared, alone=alone
+            )
             if stated or condition == TRUE:
                 parts.append(condition)
             elif condition == FALSE:
@@ -223,15 +236,29 @@ class ToolRules:
             exempt = f"({exempt} AND {_none_of(var, sorted(shared))})"
         return exempt if default == FALSE else f"({exempt} OR {default})"
 
+    def _derived_labels(self) -> frozenset[str]:
+        return frozenset(label for label, rule in self.scope.nodes.items() if rule.kind == "derived")
+
     def _label(
-        self, var: str, label: str, depth: int, *, stated: bool, chained: bool = False, own_rule: bool = True
+        self,
+        var: str,
+        label: str,
+        depth: int,
+        *,
+        stated: bool,
+        chained: bool = False,
+        own_rule: bool = True,
+        alone: bool = False,
     ) -> str:
-        """``label``'s conditions; ``own_rule`` False: its rule is the default's, written once apart."""
+        """``label``'s conditions; ``own_rule`` False: its rule is the default's, written once apart.
+
+        ``alone``: another derived label is stated (or ``var`` is an anchor), so this derived label,
+        unstated, hides the node rather than walking again.
+        """
         parts: list[str] = []
         rule = self.scope.nodes.get(label) if own_rule else None
         if rule is not None:
-            if rule.kind == "derived" and depth > 0 and not stated:
-                # An anchor carrying a derived label its path does not state: hidden, not recursed.
+            if rule.kind == "derived" and alone and not stated:
                 parts.append(FALSE)
             elif not (rule.kind == "derived" and stated and chained):
                 parts.append(self._rule(var, rule, depth))

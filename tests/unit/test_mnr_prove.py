@@ -12,7 +12,15 @@ from typing import Any
 from gateway.domain import Principal
 from gateway.mnr.compare import Answer, classify, evaluation_order
 from gateway.mnr.generate import Clause, Generator, Query, Schema
-from gateway.mnr.prove import Prover, ProveReport, ProveSettings, default_principals, parse_principal, shares
+from gateway.mnr.prove import (
+    Prover,
+    ProveReport,
+    ProveSettings,
+    default_principals,
+    parse_principal,
+    shares,
+    written_order,
+)
 from gateway.mnr.shrink import shrink
 from gateway.mnr.visible_copy import Graph, GraphNode, GraphRel, VisibilityModel
 from gateway.policy import POLICIES_DIR, ToolName, load_policy
@@ -190,6 +198,32 @@ def test_a_generator_that_runs_dry_is_reported() -> None:
     prover._fill(report, "analyze", "p", Principal(name="p"), iter([query] * 10_000), set(), 5)
     assert report.executed == 1 and report.dry == ["analyze as p: 1 of 5"]
     assert "generator ran dry for analyze as p: 1 of 5" in report.summary()
+
+
+def test_a_node_with_two_derived_labels_is_not_in_the_copy() -> None:
+    graph = _graph(
+        [
+            ("r1", {"Repository"}, {"name": "acme/payments"}),
+            ("t1", {"Task"}, {"id": "T"}),
+            ("two", {"Task", "Attempt"}, {}),
+        ],
+        [
+            ("h1", "HAS_TASK", "r1", "t1", {}),
+            ("h2", "HAS_TASK", "r1", "two", {}),
+            ("x1", "HAS_ATTEMPT", "t1", "two", {}),
+        ],
+    )
+    alice = Principal(name="alice", attributes={"repositories": frozenset({"acme/payments"})})
+    assert set(_visible(MENTIS, graph, "analyze", alice).nodes) == {"r1", "t1"}
+
+
+def test_written_order_evaluates_each_where_whole() -> None:
+    query = Query((Clause("MATCH (a)", ("a.x = 1", "size(a.y) > 2"), droppable=False), Clause("RETURN a")))
+    assert written_order(query).text() == (
+        "MATCH (a) WHERE CASE WHEN rand() >= 0 THEN (a.x = 1 AND size(a.y) > 2) ELSE false END RETURN a"
+    )
+    plain = Query((Clause("MATCH (a) RETURN a"),))
+    assert written_order(plain) == plain
 
 
 def test_shrinking_drops_what_the_difference_does_not_need() -> None:
