@@ -9,7 +9,9 @@ A node is visible when every named label it carries holds its rule, filters and 
 default rule when it carries none of the named labels. What the pattern states (``labels``)
 only simplifies: a stated label's condition is written without its label test, the others
 stay guarded by one (``NOT x:L OR …``), so a node with an extra label at run time is held to
-that label's rule too. An extra label never widens.
+that label's rule too. An extra label never widens. A node carrying two labels with derived
+rules is hidden (two parents claimed), so once the pattern states one, the others are plain
+label tests and the node is walked once.
 
 No text here can raise on any stored value: every property is read inside ``CASE`` (0005) or
 compared under ``coalesce``. A derived rule becomes one ``EXISTS`` over its whole walk, a
