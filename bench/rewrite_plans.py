@@ -8,13 +8,17 @@ the median of ``--rounds``), against the unscoped query's. The managed Neo4j (5.
 
     .venv/bin/python bench/rewrite_plans.py [--rounds 3] [--json] [--write]
 
-``--write`` stores the figures in ``bench/rewrite-plans-results.json``.
+``--write`` stores the figures in ``bench/rewrite-plans-results.json``. Before and after a change
+of the rewrite, in one interleaved run: ``--texts FILE`` writes each rewritten text (run it on the
+old tree), ``--baseline FILE`` reads them back and plans them beside the current ones, round by
+round (unscoped, baseline, current), so the machine's load falls on all three alike.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -64,13 +68,25 @@ def rewritten(query: str, policy: Policy) -> tuple[str, dict[str, Any]]:
     return planned.cypher, planned.params
 
 
-def planning_ms(session: Any, query: str, params: dict[str, Any], rounds: int) -> float:
-    samples = []
+def planning_ms(session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int) -> list[float]:
+    """The median planning time of each query, the queries taken in turn within each round."""
+    samples: list[list[float]] = [[] for _ in queries]
     for _ in range(rounds):
-        started = time.perf_counter()
-        session.run(f"CYPHER replan=force EXPLAIN {query}", params).consume()
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
+        for index, (query, params) in enumerate(queries):
+            started = time.perf_counter()
+            session.run(f"CYPHER replan=force EXPLAIN {query}", params).consume()
+            samples[index].append((time.perf_counter() - started) * 1000)
+    return [statistics.median(s) for s in samples]
+
+
+def texts() -> dict[str, list[Any]]:
+    """Every policy's rewritten text of every representative query, keyed ``policy/query``."""
+    out: dict[str, list[Any]] = {}
+    for path in sorted(POLICIES_DIR.glob("*.yaml")):
+        policy = load_policy(path)
+        for name, query in REPRESENTATIVE.items():
+            out[f"{policy.name}/{name}"] = list(rewritten(query, policy))
+    return out
 
 
 def main() -> int:
@@ -80,7 +96,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--write", action="store_true", help=f"store the figures in {RESULTS.relative_to(REPO)}")
+    ap.add_argument("--texts", type=Path, metavar="FILE", help="write the rewritten texts here and stop")
+    ap.add_argument("--baseline", type=Path, metavar="FILE", help="plan these texts (--texts of another tree) too")
     args = ap.parse_args()
+    if args.texts is not None:
+        args.texts.write_text(json.dumps(texts(), indent=1) + "\n", encoding="utf-8")
+        return 0
+    baseline: dict[str, list[Any]] = (
+        json.loads(args.baseline.read_text(encoding="utf-8")) if args.baseline is not None else {}
+    )
     connection = neo4j_local.resolve(start_managed=True)
     seed.seed_builtin(connection, "mentis")
     auth = (connection.user, connection.password.get_secret_value())
@@ -93,23 +117,32 @@ def main() -> int:
             policy = load_policy(path)
             for name, query in REPRESENTATIVE.items():
                 text, params = rewritten(query, policy)
-                base = planning_ms(session, query, {}, args.rounds)
-                scoped = planning_ms(session, text, params, args.rounds)
-                results.append({
+                before = baseline.get(f"{policy.name}/{name}")
+                queries = [(query, {}), (text, params), *([(before[0], before[1])] if before else [])]
+                base, scoped, *old = planning_ms(session, queries, args.rounds)
+                row: dict[str, object] = {
                     "policy": policy.name, "query": name, "chars_in": len(query), "chars_out": len(text),
                     "size_ratio": round(len(text) / len(query), 1), "plan_ms_unscoped": round(base, 1),
                     "plan_ms_scoped": round(scoped, 1),
-                })  # fmt: skip
+                }  # fmt: skip
+                if before:
+                    row |= {"chars_out_before": len(before[0]), "plan_ms_scoped_before": round(old[0], 1)}
+                results.append(row)
     if args.write:
+        results.append({"load_average_after": [round(x, 1) for x in os.getloadavg()], "rounds": args.rounds})
         RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(results, indent=1))
         return 0
-    header = ("policy", "query", "chars in", "chars out", "x size", "plan ms", "scoped ms")
-    print("{:<11} {:<28} {:>8} {:>9} {:>6} {:>8} {:>9}".format(*header))
+    header = ("policy", "query", "chars in", "chars out", "x size", "plan ms", "scoped ms", "before ms")
+    print("{:<11} {:<28} {:>8} {:>9} {:>6} {:>8} {:>9} {:>9}".format(*header))
     for row in results:
+        if "policy" not in row:
+            continue
         print(f"{row['policy']:<11} {row['query']:<28} {row['chars_in']:>8} {row['chars_out']:>9} "
-              f"{row['size_ratio']:>6} {row['plan_ms_unscoped']:>8} {row['plan_ms_scoped']:>9}")  # fmt: skip
+              f"{row['size_ratio']:>6} {row['plan_ms_unscoped']:>8} {row['plan_ms_scoped']:>9} "
+              f"{row.get('plan_ms_scoped_before', '-'):>9}")  # fmt: skip
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
         help="a principal to prove for (a plain NAME=V1,V2 is its layers); repeatable. Default: nobody, each value "
         "the graph holds for an attribute the rules read (at most 6), and everyone",
     )  # fmt: skip
-    prove.add_argument("--n", type=int, default=2000, help="generated queries over all principals and tools")
+    prove.add_argument("--n", type=int, default=2000, help="queries to execute over all principals and tools")
     prove.add_argument("--seed", type=int, default=0, help="the generator's seed (same seed, same queries)")
     prove.add_argument("--tool", action="append", choices=["recall", "analyze"], dest="tools",
                        help="prove this tool only (repeatable; default both)")  # fmt: skip

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -82,8 +83,13 @@ def canonical(row: list[Any]) -> str:
     return json.dumps([_plain(v) for v in row], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def classify(gateway: Answer, copy: Answer, full: Answer, *, rows_determined: bool = True) -> Kind | None:
-    """What the difference between the gateway's and the copy's answer is; None when they agree."""
+def classify(
+    gateway: Answer, copy: Answer, full: Answer | Callable[[], Answer], *, rows_determined: bool = True
+) -> Kind | None:
+    """What the difference between the gateway's and the copy's answer is; None when they agree.
+
+    ``full`` only tells one kind of difference from another: a callable is called only then.
+    """
     if gateway.timed_out or copy.timed_out:
         return None  # plan-dependent: reported as inconclusive by the caller, never as agreement
     if gateway.redacted:
@@ -92,7 +98,7 @@ def classify(gateway: Answer, copy: Answer, full: Answer, *, rows_determined: bo
         if gateway.rows is None and copy.rows is None:
             return None
         if gateway.rows is None:
-            return "error_oracle" if full.rows is None else "wrong_answer"
+            return "error_oracle" if _answer(full).rows is None else "wrong_answer"
         return None  # the gateway answers where the copy raises: evaluation_order()
     if gateway.truncated or copy.truncated:
         if gateway.truncated == copy.truncated:
@@ -104,9 +110,14 @@ def classify(gateway: Answer, copy: Answer, full: Answer, *, rows_determined: bo
     if gateway.rows == copy.rows:
         return None
     extra = gateway.rows - copy.rows
-    if full.rows is not None and any(row in full.rows for row in extra):
+    rows = _answer(full).rows
+    if rows is not None and any(row in rows for row in extra):
         return "leak"
     return "wrong_answer"
+
+
+def _answer(full: Answer | Callable[[], Answer]) -> Answer:
+    return full() if callable(full) else full
 
 
 def evaluation_order(gateway: Answer, copy: Answer) -> bool:

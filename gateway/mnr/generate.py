@@ -17,10 +17,11 @@ it keeps a function of the graph.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -151,7 +152,11 @@ class Generator:
         ]  # fmt: skip
 
     def queries(self, n: int) -> Iterable[Query]:
-        for _ in range(n):
+        return itertools.islice(self.stream(), n)
+
+    def stream(self) -> Iterator[Query]:
+        """Queries without end (the same seed, the same sequence); repeats are the caller's to skip."""
+        while True:
             query = self.rng.choice(self.shapes)()
             yield self._with_required(query)
 

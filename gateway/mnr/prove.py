@@ -15,12 +15,15 @@ Harness-only, like ``seed.py``: the copy and the full graph are read with the ha
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
+import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,10 @@ DEFAULT_MAX_ELEMENTS = 20_000
 # Default principals holding one value each, besides nobody and everyone: the copies and the
 # queries are shared among the principals, so more would thin each one's share.
 MAX_SINGLE_PRINCIPALS = 6
+# A principal and tool whose generator draws this many times its share (plus DRY_SLACK) without
+# finding that many new queries the guard accepts has run dry: the report says so.
+DRY_FACTOR = 20
+DRY_SLACK = 100
 
 
 class ProveError(Exception):
@@ -95,7 +102,13 @@ class ProveReport(BaseModel):
     principals: list[str]
     tools: list[ToolName]
     generated: int = 0
+    # Distinct queries (per principal and tool) the guard accepted that ran through the gateway and
+    # as plain Cypher on the copy; an error or a timeout on either side is an answer.
     executed: int = 0
+    # Drawn by the generator and skipped: a query already run for the same principal and tool.
+    repeated: int = 0
+    # "<tool> as <principal>: <executed> of <share>" for each pair whose generator ran dry.
+    dry: list[str] = Field(default_factory=list)
     refused: int = 0
     # Timeouts (either side) and answers cut by bytes: plan- or encoding-dependent, not compared.
     inconclusive: int = 0
@@ -116,6 +129,7 @@ class ProveReport(BaseModel):
             f"({self.refused} refused by the guard, {self.inconclusive} inconclusive of which {self.evaluation_order} "
             f"evaluation order, {self.unconfirmed} unconfirmed) "
             f"over {len(self.principals)} principal(s) x {len(self.tools)} tool(s) in {self.seconds:.0f} s: {found}"
+            + (f"; generator ran dry for {'; '.join(self.dry)}" if self.dry else "")
         )
 
     def text(self) -> str:
@@ -236,8 +250,7 @@ class Prover:
         )  # fmt: skip
         schema = Schema.of(graph, self.policy)
         pairs = [(tool, p) for tool in self.settings.tools for p in principals]
-        per_pair = max(1, self.settings.n // max(1, len(pairs)))
-        for index, (tool, spec) in enumerate(pairs):
+        for index, ((tool, spec), share) in enumerate(zip(pairs, shares(self.settings.n, len(pairs)), strict=True)):
             if self._enough(report):
                 break
             principal = spec.principal()
@@ -245,20 +258,31 @@ class Prover:
             salt = int(hashlib.sha256(f"{self.settings.seed}:{index}".encode()).hexdigest()[:8], 16)
             generator = Generator(schema, salt, self.policy.tool(tool).required_parameters, params)
             # The suites' queries are shared out among the principals of their tool, one each in turn,
-            # and count towards the pair's share; generated queries fill the rest.
+            # and count towards the pair's share; generated queries fill the rest, a quarter at least.
             own = suite_queries(self.settings.suites, schema, tool, self.settings.seed)
             same_tool = [p for t, p in pairs if t == tool]
             mine = own[same_tool.index(spec) :: len(same_tool)]
-            queries = [*mine, *generator.queries(max(per_pair - len(mine), per_pair // 4))]
+            stream = generator.stream()
+            first = next(stream)
             # A pin compares with the request's own parameter: one copy per set of parameters then.
+            pinned = bool(self.policy.tool(tool).pins)
             groups: dict[str, list[Query]] = {}
-            for query in queries:
-                key = json.dumps(query.params, sort_keys=True, default=str) if self.policy.tool(tool).pins else ""
-                groups.setdefault(key, []).append(query)
-            for group in groups.values():
-                model = VisibilityModel(self.policy, tool, principal, group[0].params, graph)
+            for query in mine:
+                groups.setdefault(_group_key(query, pinned), []).append(query)
+            generated_key = _group_key(first, pinned)
+            order = [k for k in groups if k != generated_key] + [generated_key]
+            seen: set[str] = set()
+            started_pair = report.executed
+            for key in order:
+                group = groups.get(key, [])
+                model = VisibilityModel(self.policy, tool, principal, (group[0] if group else first).params, graph)
                 load_copy(self.copy_driver, self.copy_database, model.visible())
-                self._pair(report, tool, spec.name, principal, group)
+                for query in group:
+                    self._one(report, tool, spec.name, principal, query, seen)
+                if key == generated_key:
+                    done = report.executed - started_pair
+                    self._fill(report, tool, spec.name, principal, itertools.chain([first], stream), seen,
+                               max(share - done, share // 4))  # fmt: skip
         report.seconds = time.monotonic() - started
         self.progress(report.summary())
         return report
@@ -269,45 +293,86 @@ class Prover:
 
     # ---- one principal and tool --------------------------------------------------------------------
 
-    def _pair(
-        self, report: ProveReport, tool: ToolName, name: str, principal: Principal, queries: Sequence[Query]
+    def _fill(
+        self,
+        report: ProveReport,
+        tool: ToolName,
+        name: str,
+        principal: Principal,
+        queries: Iterator[Query],
+        seen: set[str],
+        wanted: int,
     ) -> None:
-        seen: set[str] = set()
-        for query in queries:
-            if self._enough(report):
+        """Run generated queries until ``wanted`` of them were executed (or the generator runs dry)."""
+        got = drawn = 0
+        limit = DRY_FACTOR * wanted + DRY_SLACK
+        while got < wanted and not self._enough(report):
+            if drawn >= limit:
+                report.dry.append(f"{tool} as {name}: {got} of {wanted}")
+                self.progress(f"the generator ran dry for {tool} as {name}: {got} of {wanted} after {drawn} drawn")
                 return
-            if query.key() in seen:
-                continue
-            seen.add(query.key())
-            report.generated += 1
-            answers = self._answers(tool, principal, query)
-            if answers is None:
-                report.refused += 1
-                continue
-            report.executed += 1
-            gateway, copy, full = answers
-            if gateway.timed_out or copy.timed_out or gateway.error == "bytes":
-                report.inconclusive += 1
-                continue
-            if evaluation_order(gateway, copy):
-                report.inconclusive += 1
-                report.evaluation_order += 1
-                continue
-            kind = classify(gateway, copy, full, rows_determined=query.rows_determined)
-            if kind is not None:
-                again = self._answers(tool, principal, query)
-                if again is None or classify(*again, rows_determined=query.rows_determined) != kind:
-                    report.unconfirmed += 1
-                else:
-                    difference = self._difference(kind, tool, name, principal, query, answers)
-                    report.differences.append(difference)
-                    self.progress(difference.message())
-            if report.executed % PROGRESS_EVERY == 0:
-                found = " ".join(f"{k}={report.count(k)}" for k in KINDS)
-                self.progress(f"{self.policy.name} {tool} as {name}: {report.executed} executed, {found}")
+            drawn += 1
+            if self._one(report, tool, name, principal, next(queries), seen):
+                got += 1
+
+    def _one(
+        self, report: ProveReport, tool: ToolName, name: str, principal: Principal, query: Query, seen: set[str]
+    ) -> bool:
+        """Run ``query`` unless it already ran for this principal and tool; True when it was executed."""
+        if self._enough(report):
+            return False
+        if query.key() in seen:
+            report.repeated += 1
+            return False
+        seen.add(query.key())
+        report.generated += 1
+        answers = self._answers(tool, principal, query)
+        if answers is None:
+            report.refused += 1
+            return False
+        report.executed += 1
+        gateway, copy, full = answers
+        if report.executed % PROGRESS_EVERY == 0:
+            found = " ".join(f"{k}={report.count(k)}" for k in KINDS)
+            self.progress(f"{self.policy.name} {tool} as {name}: {report.executed} executed, {found}")
+        if gateway.timed_out or copy.timed_out or gateway.error == "bytes":
+            report.inconclusive += 1
+            return True
+        if evaluation_order(gateway, copy):
+            report.inconclusive += 1
+            report.evaluation_order += 1
+            return True
+        kind = classify(gateway, copy, full, rows_determined=query.rows_determined)
+        if kind is not None and self._raises_in_written_order(tool, query, gateway):
+            report.inconclusive += 1
+            report.evaluation_order += 1
+            return True
+        if kind is not None:
+            again = self._answers(tool, principal, query)
+            if again is None or classify(*again, rows_determined=query.rows_determined) != kind:
+                report.unconfirmed += 1
+            else:
+                difference = self._difference(kind, tool, name, principal, query, answers)
+                report.differences.append(difference)
+                self.progress(difference.message())
+        return True
+
+    def _raises_in_written_order(self, tool: ToolName, query: Query, gateway: Answer) -> bool:
+        """The gateway raised where the copy answered, and the copy raises the same when made to
+        evaluate each WHERE as written (``written_order``): the error comes from a visible value
+        the rewrite's order reached first, not from anything hidden (compare.py's note)."""
+        if gateway.rows is not None:
+            return False
+        ordered = written_order(query)
+        if ordered == query:
+            return False
+        limits = self.policy.tool(tool).limits
+        copy = _plain_answer(self.copy_driver, self.copy_database, ordered, limits.timeout_seconds, limits.max_rows)
+        code = _NEO4J_CODE.search(copy.error or "")
+        return copy.rows is None and not copy.timed_out and code is not None and code.group() in (gateway.error or "")
 
     def _difference(
-        self, kind: Kind, tool: ToolName, name: str, principal: Principal, query: Query, answers: tuple[Answer, ...]
+        self, kind: Kind, tool: ToolName, name: str, principal: Principal, query: Query, answers: _Answers
     ) -> Difference:
         def still(candidate: Query) -> bool:
             got = self._answers(tool, principal, candidate)
@@ -319,7 +384,7 @@ class Prover:
         return Difference(
             kind=kind, tool=tool, principal=name, origin=query.origin, query=query.text(), params=query.params,
             shrunk=small.text(), rewritten=check.rewritten, gateway=gateway.describe(), copy_answer=copy.describe(),
-            full=full.describe(),
+            full=full().describe(),
         )  # fmt: skip
 
     def _required_params(self, tool: ToolName, principal: Principal, graph: Graph) -> dict[str, Any]:
@@ -347,21 +412,16 @@ class Prover:
 
     # ---- one query, three answers ----------------------------------------------------------------
 
-    def _answers(self, tool: ToolName, principal: Principal, query: Query) -> tuple[Answer, Answer, Answer] | None:
-        """The gateway's, the copy's and the full graph's answers; None when the gateway refuses the query."""
+    def _answers(self, tool: ToolName, principal: Principal, query: Query) -> _Answers | None:
+        """The gateway's and the copy's answers, and the full graph's when asked; None when the guard refuses."""
         gateway = self._through_gateway(tool, principal, query)
         if gateway is None:
             return None
         limits = self.policy.tool(tool).limits
         copy = _plain_answer(self.copy_driver, self.copy_database, query, limits.timeout_seconds, limits.max_rows)
-        full = _plain_answer(
-            self.driver,
-            self.database,
-            query,
-            limits.timeout_seconds,
-            FULL_ROWS,
-            self.policy.withholding() if self.policy.hides_properties() else None,
-        )
+        withholding = self.policy.withholding() if self.policy.hides_properties() else None
+        timeout = limits.timeout_seconds
+        full = _Full(lambda: _plain_answer(self.driver, self.database, query, timeout, FULL_ROWS, withholding))
         return gateway, copy, full
 
     def _through_gateway(self, tool: ToolName, principal: Principal, query: Query) -> Answer | None:
@@ -385,6 +445,48 @@ class Prover:
             except GatewayError as exc:
                 return Answer.of_error(f"{exc.code}: {exc.message}")
         return _gateway_answer(result)
+
+
+class _Full:
+    """The full graph's answer, run once and only when asked: it only tells a difference's kind."""
+
+    def __init__(self, run: Callable[[], Answer]) -> None:
+        self._run = run
+        self._answer: Answer | None = None
+
+    def __call__(self) -> Answer:
+        if self._answer is None:
+            self._answer = self._run()
+        return self._answer
+
+
+_Answers = tuple[Answer, Answer, Callable[[], Answer]]
+
+
+_NEO4J_CODE = re.compile(r"Neo\.\w+\.\w+\.\w+")
+
+
+def written_order(query: Query) -> Query:
+    """``query`` with each WHERE evaluated whole, left to right, on every row its clause makes.
+
+    Neo4j splits a WHERE's conjuncts and may filter by any first; behind a ``CASE`` on a value it
+    cannot fold (``rand()``) it evaluates them in the order written, as the rewrite's guard does.
+    """
+    clauses = tuple(
+        replace(c, where=(f"CASE WHEN rand() >= 0 THEN ({' AND '.join(c.where)}) ELSE false END",)) if c.where else c
+        for c in query.clauses
+    )
+    return replace(query, clauses=clauses)
+
+
+def shares(n: int, pairs: int) -> list[int]:
+    """``n`` queries shared out among ``pairs`` principal-and-tool pairs, the remainder to the first ones."""
+    each, extra = divmod(n, max(1, pairs))
+    return [each + (1 if i < extra else 0) for i in range(pairs)]
+
+
+def _group_key(query: Query, pinned: bool) -> str:
+    return json.dumps(query.params, sort_keys=True, default=str) if pinned else ""
 
 
 def _gateway_answer(result: ToolResult) -> Answer:

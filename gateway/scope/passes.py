@@ -676,6 +676,32 @@ def _referenced(exprs: list[ast.Expr]) -> set[str]:
     return {node.name for expr in exprs for node in expr.walk() if isinstance(node, ast.Variable)}
 
 
+def _before_the_search(
+    condition: ast.Expr, checks: dict[str, tuple[str, ...]], elements: Container[str], paths: Container[str]
+) -> bool:
+    """A conjunct of a shortestPath's WHERE that Neo4j must see to filter the search's rows first.
+
+    Neo4j filters the rows a shortestPath starts from by the conjuncts that do not name the path,
+    before it searches; inside the CASE it cannot see them, and one row whose start and end are the
+    same node fails the whole query (``a <> b``: docs/neo4j-facts.md). Written in front: a
+    conjunct that names no path, cannot raise and reads only elements already visible, or an
+    identity comparison of two elements (``a <> b``, value-independent, the same cost on any
+    element). Either selects the same paths in front as inside the CASE.
+    """
+    names = _referenced([condition])
+    if any(name in paths for name in names) or not cannot_raise(condition, elements, paths):
+        return False
+    if not any(checks.get(name) for name in names):
+        return True
+    condition = ast.unparen(condition)
+    return (
+        isinstance(condition, ast.BinaryOp)
+        and condition.op in ("=", "<>")
+        and all(isinstance(ast.unparen(side), ast.Variable) for side in (condition.left, condition.right))
+        and all(name in elements for name in names)
+    )
+
+
 def guard_condition(
     ctx: Context,
     where: ast.Expr,
@@ -697,7 +723,9 @@ def guard_condition(
     CASE's guard carries when there is one, else they join ``then``: each is written once.
     """
     conjuncts = _conjuncts(where)
-    kept = [c for c in conjuncts if seekable(c, elements)]
+    kept = [
+        c for c in conjuncts if seekable(c, elements) or (folded and _before_the_search(c, checks, elements, paths))
+    ]
     rest = [c for c in conjuncts if not any(c is k for k in kept)]
     guard = ""
     if rest:

@@ -9,7 +9,9 @@ A node is visible when every named label it carries holds its rule, filters and 
 default rule when it carries none of the named labels. What the pattern states (``labels``)
 only simplifies: a stated label's condition is written without its label test, the others
 stay guarded by one (``NOT x:L OR …``), so a node with an extra label at run time is held to
-that label's rule too. An extra label never widens.
+that label's rule too. An extra label never widens. A node carrying two labels with derived
+rules is hidden (two parents claimed), so once the pattern states one, the others are plain
+label tests and the node is walked once.
 
 No text here can raise on any stored value: every property is read inside ``CASE`` (0005) or
 compared under ``coalesce``. A derived rule becomes one ``EXISTS`` over its whole walk, a
@@ -188,9 +190,22 @@ class ToolRules:
         shared = self._shared()
         parts: list[str] = []
         absent: list[str] = []  # labels the node must not carry
+        derived = self._derived_labels()
+        # A node carrying two derived labels is hidden (each says "visible through its one parent";
+        # both at once is malformed data): one walk per node, never one per label it might carry.
+        # Once the pattern states a derived label, the others are plain label tests.
+        if len(labels & derived) > 1:
+            return FALSE
+        alone = depth > 0 or bool(labels & derived)
+        if not alone and len(derived & set(conditioned)) > 1:
+            item = f"{_PREFIX}k"
+            names = ", ".join(literal(label) for label in sorted(derived))
+            parts.append(f"size([{item} IN labels({var}) WHERE {item} IN [{names}]]) <= 1")
         for label in conditioned:
             stated = label in labels
-            condition = self._label(var, label, depth, stated=stated, chained=chained, own_rule=label not in shared)
+            condition = self._label(
+                var, label, depth, stated=stated, chained=chained, own_rule=label not in shared, alone=alone
+            )
             if stated or condition == TRUE:
                 parts.append(condition)
             elif condition == FALSE:
@@ -245,17 +260,32 @@ class ToolRules:
             exempt = f"({exempt} AND {_none_of(var, sorted(shared))})"
         return exempt if default == FALSE else f"({exempt} OR {default})"
 
+    def _derived_labels(self) -> frozenset[str]:
+        """Labels whose rule walks to an anchor (derived, or composed with a derived rule)."""
+        return frozenset(label for label, rule in self.scope.nodes.items() if rule_kinds.needs_neo4j(rule))
+
     def _label(
-        self, var: str, label: str, depth: int, *, stated: bool, chained: bool = False, own_rule: bool = True
+        self,
+        var: str,
+        label: str,
+        depth: int,
+        *,
+        stated: bool,
+        chained: bool = False,
+        own_rule: bool = True,
+        alone: bool = False,
     ) -> str:
         """``label``'s conditions; ``own_rule`` False: its rule shares the default's, written once apart,
-        so only what it asks beyond the default is written here."""
+        so only what it asks beyond the default is written here.
+
+        ``alone``: another derived label is stated (or ``var`` is an anchor), so this derived label,
+        unstated, hides the node rather than walking again.
+        """
         parts: list[str] = []
         full = self.scope.nodes.get(label)
         rule = full if own_rule or full is None else composition.without(full, self.scope.default)
         if rule is not None and full is not None:
-            if rule_kinds.needs_neo4j(rule) and depth > 0 and not stated:
-                # An anchor carrying a derived label its path does not state: hidden, not recursed.
+            if rule_kinds.needs_neo4j(rule) and alone and not stated:
                 parts.append(FALSE)
             elif not (is_derived(full) and stated and chained):
                 parts.append(self._rule(var, rule, depth))

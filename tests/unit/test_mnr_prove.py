@@ -13,7 +13,15 @@ from typing import Any
 from gateway.domain import Principal
 from gateway.mnr.compare import Answer, classify, evaluation_order
 from gateway.mnr.generate import Clause, Generator, Query, Schema
-from gateway.mnr.prove import default_principals, parse_principal
+from gateway.mnr.prove import (
+    Prover,
+    ProveReport,
+    ProveSettings,
+    default_principals,
+    parse_principal,
+    shares,
+    written_order,
+)
 from gateway.mnr.shrink import shrink
 from gateway.mnr.visible_copy import Graph, GraphNode, GraphRel, VisibilityModel
 from gateway.policy import POLICIES_DIR, ToolName, load_policy
@@ -150,6 +158,80 @@ def test_classification() -> None:
     assert not evaluation_order(error, same)
     assert classify(Answer.of_rows([["a"]], redacted=1), same, same) == "leak"
     assert classify(Answer.of_error("slow", timed_out=True), same, same) is None
+
+
+def test_the_full_graph_is_read_only_to_name_a_difference() -> None:
+    same = _rows('["a"]')
+
+    def unread() -> Answer:
+        raise AssertionError("the full graph was read although the answers agree")
+
+    assert classify(same, same, unread) is None
+    assert classify(_rows('["h"]'), same, lambda: _rows('["h"]')) == "leak"
+
+
+def test_n_is_shared_out_whole() -> None:
+    assert shares(2000, 24) == [84] * 8 + [83] * 16 and sum(shares(2000, 24)) == 2000
+    assert shares(5, 1) == [5]
+
+
+def _prover(refuse: set[str]) -> tuple[Prover, ProveReport]:
+    """A prover whose gateway refuses the queries named in ``refuse`` and answers every other one alike."""
+    prover = Prover.__new__(Prover)
+    prover.settings = ProveSettings(policy=MENTIS, fixture=Path("unused.cypher"))
+    prover.policy = MENTIS
+    prover.progress = lambda message: None
+    same = _rows("[1]")
+    prover._answers = lambda tool, principal, query: (  # type: ignore[method-assign]
+        None if query.text() in refuse else (same, same, lambda: same)
+    )
+    return prover, ProveReport(policy="mentis", fixture="f", seed=0, principals=["p"], tools=["analyze"])
+
+
+def test_the_share_counts_executed_queries_not_drawn_ones() -> None:
+    schema = Schema.of(MENTIS_GRAPH, MENTIS)
+    stream = Generator(schema, 3).stream()
+    drawn = [next(stream) for _ in range(400)]
+    refused = {q.text() for q in drawn[::3]}
+    prover, report = _prover(refused)
+    prover._fill(report, "analyze", "p", Principal(name="p"), iter(drawn), set(), 150)
+    # Repeats and refusals are drawn past: 150 distinct queries ran on both sides.
+    assert report.executed == 150 and report.repeated > 0 and report.refused > 0 and not report.dry
+    assert len({q.key() for q in drawn[: report.generated + report.repeated]}) == report.generated
+
+
+def test_a_generator_that_runs_dry_is_reported() -> None:
+    query = Query((Clause("MATCH (a) RETURN a", droppable=False),))
+    prover, report = _prover(set())
+    prover._fill(report, "analyze", "p", Principal(name="p"), iter([query] * 10_000), set(), 5)
+    assert report.executed == 1 and report.dry == ["analyze as p: 1 of 5"]
+    assert "generator ran dry for analyze as p: 1 of 5" in report.summary()
+
+
+def test_a_node_with_two_derived_labels_is_not_in_the_copy() -> None:
+    graph = _graph(
+        [
+            ("r1", {"Repository"}, {"name": "acme/payments"}),
+            ("t1", {"Task"}, {"id": "T"}),
+            ("two", {"Task", "Attempt"}, {}),
+        ],
+        [
+            ("h1", "HAS_TASK", "r1", "t1", {}),
+            ("h2", "HAS_TASK", "r1", "two", {}),
+            ("x1", "HAS_ATTEMPT", "t1", "two", {}),
+        ],
+    )
+    alice = Principal(name="alice", attributes={"repositories": frozenset({"acme/payments"})})
+    assert set(_visible(MENTIS, graph, "analyze", alice).nodes) == {"r1", "t1"}
+
+
+def test_written_order_evaluates_each_where_whole() -> None:
+    query = Query((Clause("MATCH (a)", ("a.x = 1", "size(a.y) > 2"), droppable=False), Clause("RETURN a")))
+    assert written_order(query).text() == (
+        "MATCH (a) WHERE CASE WHEN rand() >= 0 THEN (a.x = 1 AND size(a.y) > 2) ELSE false END RETURN a"
+    )
+    plain = Query((Clause("MATCH (a) RETURN a"),))
+    assert written_order(plain) == plain
 
 
 def test_shrinking_drops_what_the_difference_does_not_need() -> None:

@@ -298,6 +298,19 @@ def test_a_condition_naming_a_path_waits_for_the_whole_path() -> None:
     assert f" AND {whole} THEN (length(p) > 0)" in out
 
 
+def test_a_shortest_paths_identity_comparison_stays_where_neo4j_filters_before_the_search() -> None:
+    # Neo4j fails the whole query when one row reaches shortestPath with the same start and end
+    # node; it drops those rows only by a conjunct it sees outside the CASE.
+    bound = rewritten("MATCH (a:Fact), (b:Fact) MATCH p = shortestPath((a)-[*..4]-(b)) WHERE a <> b RETURN p")
+    assert "shortestPath((a)-[*..4]-(b)) WHERE (a <> b) AND " in bound, bound
+    declared = rewritten("MATCH p = shortestPath((a:Fact)-[*..4]-(b)) WHERE a <> b AND size(b.x) > 1 RETURN p")
+    assert "shortestPath((a:Fact)-[*..4]-(b)) WHERE (a <> b) AND CASE WHEN " in declared, declared
+    assert "THEN (a <> b AND size(b.x) > 1) ELSE false END" in declared
+    # A condition that reads a value of an element still to be checked waits for it.
+    valued = rewritten("MATCH p = shortestPath((a:Fact)-[*..4]-(b)) WHERE a.x <> b.x RETURN p")
+    assert "WHERE CASE WHEN " in valued and "THEN (a.x <> b.x) ELSE false END" in valued, valued
+
+
 def test_a_condition_on_a_relationship_waits_for_it_and_its_ends() -> None:
     out = rewritten("MATCH (a)-[r]->(b) WHERE r.w > r.v RETURN b")
     assert f"WHERE CASE WHEN {rel('r')} AND {node('a')} AND {node('b')} THEN (r.w > r.v)" in out

@@ -81,15 +81,27 @@ def test_public_and_denied() -> None:
 
 def test_derived_is_an_exists_over_the_declared_path_with_the_anchor_held_to_its_own_rule() -> None:
     text = ToolRules.of(POLICY, "analyze").node("n", frozenset({"Attempt"}))
-    assert text.startswith("(NOT n:Bookkeeping AND EXISTS { MATCH (n)<-[:HAS_ATTEMPT]-(__gw_a0:Task) WHERE ")
+    assert text.startswith(
+        "(NOT n:Bookkeeping AND NOT n:Task AND EXISTS { MATCH (n)<-[:HAS_ATTEMPT]-(__gw_a0:Task) WHERE "
+    )
     # The Task anchor is itself derived: the same EXISTS walks on to its Repository's equality
     # rule, in a MATCH of its own (no relationship uniqueness across the hops, as nested EXISTS).
     walk = text.split("EXISTS {")[1]
     assert " MATCH (__gw_a0)<-[:HAS_TASK]-(__gw_a1:Repository) WHERE " in walk
     assert "coalesce(__gw_a1.name IN $__gw_attr_repositories, false)" in walk
-    assert text.count("EXISTS {") == text.count("MATCH (n)")  # one per derived label of n, none nested
+    assert text.count("EXISTS {") == text.count("MATCH (n)") == 1  # the stated label's walk only
     # An anchor carrying a derived label its path does not state is hidden, never recursed into.
     assert "NOT __gw_a0:Attempt" in text and "NOT __gw_a1:Task" in text
+
+
+def test_a_node_with_two_derived_labels_is_hidden_whatever_the_pattern_states() -> None:
+    rules = ToolRules.of(POLICY, "analyze")
+    # A stated derived label: every other derived label is a plain label test, never a second walk.
+    assert "NOT n:Task AND EXISTS" in rules.node("n", frozenset({"Attempt"}))
+    # Nothing stated: one walk per derived label it may carry, and at most one of them carried.
+    unstated = rules.node("n")
+    assert "size([__gw_k IN labels(n) WHERE __gw_k IN ['Attempt', 'Task']]) <= 1" in unstated
+    assert unstated.count("EXISTS {") == 2
 
 
 def test_an_expression_is_bound_to_a_name_before_label_tests_and_patterns() -> None:

@@ -97,6 +97,10 @@ FIXED = [
     "RETURN [n IN nodes(p) | n.name] AS x",
     "MATCH (a:{L}) ((u)-[:LINK]->(v)){{1,2}} (b:{L}) RETURN a.name AS x, b.name AS y",
     "MATCH (a:{L}:Secret) RETURN count(a) AS x",
+    # Rows with the same start and end node must be dropped before the search (Neo4j fails otherwise).
+    "MATCH (a:{L}), (b:{L}) MATCH p = shortestPath((a)-[*..3]-(b)) WHERE a <> b "
+    "RETURN a.name AS x, b.name AS y, length(p) AS z",
+    "MATCH p = shortestPath((a:{L})-[*..3]-(b:{L})) WHERE a <> b RETURN a.name AS x, b.name AS y",
     "MATCH (a:{L}) WITH collect(a) AS xs UNWIND xs AS m MATCH (m)--(o) RETURN m.name AS x, o.name AS y",
 ]
 QUERIES = [t.replace("{rel}", rel) for t, rel in itertools.product(TEMPLATES, RELS)] + FIXED

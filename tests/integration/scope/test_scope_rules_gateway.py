@@ -82,6 +82,32 @@ def test_every_rule_kind_on_analyze(sandbox_runner: SandboxRunner, marker: str, 
 
 
 @pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
+@pytest.mark.parametrize("pattern", ["(n:Task:{m})", "(n:Attempt:{m})", "(n:{m})", "(n:Task:Attempt:{m})"])
+def test_a_node_with_two_derived_labels_is_hidden_whatever_the_pattern_states(
+    sandbox_runner: SandboxRunner,
+    marker: str,
+    pattern: str,
+    switches: dict[str, bool],
+    neo4j_driver: Any,
+    neo4j_connection: Any,
+) -> None:
+    two = f"{marker}Two"
+    cypher = f"MATCH {pattern.format(m=two)} WHERE n.name = 'task-and-attempt' RETURN n"
+    # Each walk holds (its task and its repository are alice's): hidden all the same, two parents claimed.
+    with neo4j_driver.session(database=neo4j_connection.database) as session:
+        session.run(
+            f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}})-[:HAS_TASK]->(ta1:Task:{marker} {{name: 'task-a1'}}) "
+            f"CREATE (ra)-[:HAS_TASK]->(two:Task:Attempt:{two} {{name: 'task-and-attempt'}})<-[:HAS_ATTEMPT]-(ta1)"
+        ).consume()
+        try:
+            assert session.run(cypher.replace("RETURN n", "RETURN count(n)")).single()[0] == 1
+            result = gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE)
+        finally:
+            session.run(f"MATCH (n:{two}) DETACH DELETE n").consume()
+    assert result.rows == []
+
+
+@pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
 def test_a_caller_without_attributes_sees_only_public_and_global(
     sandbox_runner: SandboxRunner, marker: str, switches: dict[str, bool]
 ) -> None:
