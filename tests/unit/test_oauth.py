@@ -29,6 +29,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
 from gateway.auth import PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY, BearerAuth, TokenEntry, TokenTable, ungranted_tool
+from gateway.cli.audit import summarize
 from gateway.cli.serve import http_app
 from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
@@ -461,6 +462,8 @@ def test_a_token_lacking_a_mapped_claim_is_warned_about_in_every_answer_and_audi
     assert schema_line["missing_claims"] == ["repositories"]
     assert clean["missing_claims"] is None and clean["attributes"] == {"repositories": ["acme/api"]}
     assert "identity:claim-missing" not in clean["degraded"]
+    # `audit summary` counts the warned answers beside the other degraded markers.
+    assert summarize(lines)["degraded"] == {"analyze:disabled": 3, "identity:claim-missing": 2}
 
 
 def test_a_missing_layers_claim_is_reported_only_when_the_policy_reads_layers() -> None:
