@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from gateway.domain import ToolResult
+from gateway.audit import REQUEST_ORIGIN
+from gateway.domain import SchemaResult, ToolResult
+from gateway.oauth import CLAIM_MISSING
+
+_Answer = TypeVar("_Answer", ToolResult, SchemaResult)
 
 # Field values of an answer that can grow while rows shrink (digits of rowCount and bytes,
 # "truncation": "bytes"): the first guess leaves this much room; the exact check decides.
@@ -103,3 +107,16 @@ def _row_cost(row: list[Any]) -> int:
     structured = json.dumps(row, separators=(",", ":"))
     in_text = json.dumps(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
     return len(structured) + 1 + len(in_text) - 2 + 1
+
+
+def with_identity_warning(result: _Answer) -> _Answer:
+    """``result`` marked ``identity:claim-missing`` with the reason when this request's token lacks a mapped claim.
+
+    Every answer of the request carries it: an agent sees why it sees nothing, and relays the fix.
+    """
+    origin = REQUEST_ORIGIN.get()
+    warning = origin.claim_warning if origin is not None else None
+    if warning is None or CLAIM_MISSING in result.degraded:
+        return result
+    reason = f"{result.degradedReason} {warning}" if result.degradedReason else warning
+    return result.model_copy(update={"degraded": [*result.degraded, CLAIM_MISSING], "degradedReason": reason})

@@ -52,16 +52,24 @@ class Origin(BaseModel):
     # A validated token's ``sub`` and ``iss``; None for a tokens-file principal.
     subject: str | None = None
     issuer: str | None = None
+    # The mapped claims the token lacks (names only), and the sentence every answer of the request carries.
+    missing_claims: list[str] | None = None
+    claim_warning: str | None = None
 
 
 # The HTTP request being served; tool calls run in worker threads that inherit it.
 REQUEST_ORIGIN: contextvars.ContextVar[Origin | None] = contextvars.ContextVar("cypher_gateway_origin", default=None)
 
 
-def note_token(subject: str | None, issuer: str | None) -> None:
-    """Record the validated token's subject and issuer on this request's audit lines (auth middleware)."""
+def note_token(
+    subject: str | None, issuer: str | None, *, missing_claims: list[str] | None = None,
+    claim_warning: str | None = None,
+) -> None:  # fmt: skip
+    """Record the validated token's subject, issuer and lacking claims on this request's lines (auth middleware)."""
     current = REQUEST_ORIGIN.get() or Origin()
-    REQUEST_ORIGIN.set(current.model_copy(update={"subject": subject, "issuer": issuer}))
+    update = {"subject": subject, "issuer": issuer, "missing_claims": missing_claims or None,
+              "claim_warning": claim_warning}  # fmt: skip
+    REQUEST_ORIGIN.set(current.model_copy(update=update))
 
 
 def _now() -> str:
@@ -135,6 +143,8 @@ class AuditEvent(BaseModel):
     client: str | None = None
     subject: str | None = None
     issuer: str | None = None
+    # The mapped claims the token lacked (its lists stayed empty); None when it lacked none.
+    missing_claims: list[str] | None = None
     # Filled by AuditLog.write from the policy the server runs under.
     policy: str | None = None
     policy_sha256: str | None = None
@@ -182,6 +192,7 @@ class AuditEvent(BaseModel):
             scope=None if isinstance(principal, str) else _capped_keys(principal.scope),
             scope_count=None if isinstance(principal, str) else len(principal.scope), attributes=_attributes(principal),
             transport=transport, client=origin.client, subject=origin.subject, issuer=origin.issuer, tool=tool,
+            missing_claims=origin.missing_claims,
             query_hash=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] if cypher is not None
             else None,
             query=text[:MAX_QUERY_CHARS] if cypher is not None else None, query_chars=len(text),
@@ -200,6 +211,7 @@ class AuditEvent(BaseModel):
             scope=_capped_keys(principal.scope) if principal is not None else None,
             scope_count=len(principal.scope) if principal is not None else None, attributes=_attributes(principal),
             transport="http", client=origin.client, subject=origin.subject, issuer=origin.issuer, tool="http",
+            missing_claims=origin.missing_claims,
             decision="refused", error_code=code, status=status, reason=reason[:MAX_REASON_CHARS],
         )  # fmt: skip
 

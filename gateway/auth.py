@@ -286,7 +286,9 @@ class BearerAuth:
             if found.oauth is not None:
                 scope[TOOLS_SCOPE_KEY] = found.oauth.tools
                 scope[IDENTITY_SCOPE_KEY] = found.oauth
-                note_token(found.oauth.subject, found.oauth.issuer)
+                note_token(found.oauth.subject, found.oauth.issuer,
+                           missing_claims=list(found.oauth.missing_claims.values()),
+                           claim_warning=found.oauth.claim_warning())  # fmt: skip
             scope[PRINCIPAL_SCOPE_KEY] = found.principal
         else:
             scope[PRINCIPAL_SCOPE_KEY] = Principal(name="anonymous", source="anonymous", scope=frozenset())

@@ -146,7 +146,8 @@ class ToolResult(BaseModel):
     bytes: int = 0
     truncated: bool = False
     truncation: Truncation | None = None
-    # Empty when every layer ran on its primary path; "<tool>:disabled", "scope:redacted".
+    # Empty when every layer ran on its primary path; "<tool>:disabled", "scope:redacted",
+    # "identity:claim-missing" (the token lacks a mapped claim: gateway.oauth).
     degraded: list[str] = Field(default_factory=list)
     # Why a tool is disabled, and the operator's fix (the agent relays it; nothing ran).
     degradedReason: str | None = None

@@ -20,7 +20,9 @@ Claims become the principal (:class:`ClaimMapping`): ``sub`` (or the configured 
 name, the configured layers claim the scope (absent: empty scope, global-only, never
 everything), each configured attribute claim one named list (absent: empty, so a rule that
 reads it shows nothing; present but not a list of strings: the token is refused), and the
-token's OAuth scopes say which of the gated tools it may call.
+token's OAuth scopes say which of the gated tools it may call. A mapped claim the token lacks,
+leaving its list empty, is named in :meth:`OAuthIdentity.claim_warning` (a mapping to the wrong
+claim name would otherwise look like a user who may see nothing); the token is still accepted.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -40,7 +42,13 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
 from gateway.domain import DEFAULT_ATTRIBUTE, OAUTH_PREFIX, Principal
 from gateway.errors import ErrorCode, GatewayError, SetupError
-from gateway.identity_text import MAX_IDENTITY_CHARS, RESERVED_PREFIX, attribute_name_problem, identity_text_problem
+from gateway.identity_text import (
+    MAX_IDENTITY_CHARS,
+    RESERVED_PREFIX,
+    attribute_name_problem,
+    identity_text_problem,
+    printable,
+)
 from gateway.roles import Roles
 
 if TYPE_CHECKING:
@@ -59,6 +67,11 @@ RFC8414_PATH = "/.well-known/oauth-authorization-server"
 OPENID_PATH = "/.well-known/openid-configuration"
 # The most layers one token may carry (each value is bounded as identity text): a claim is the issuer's data.
 MAX_LAYERS = 256
+# How many of a token's claim names a warning lists, and how much of each (they are the issuer's data).
+MAX_NAMED_CLAIMS = 40
+MAX_CLAIM_NAME_CHARS = 64
+# The degraded marker of an answer to a token that lacks a mapped claim.
+CLAIM_MISSING = "identity:claim-missing"
 
 
 class OAuthConfigError(SetupError):
@@ -91,6 +104,8 @@ class ClaimMapping(BaseModel):
     attribute_claims: dict[str, str] = Field(default_factory=dict)
     # The policy's roles: set, a token's tools come from its roles and a token with none is refused.
     roles: Roles | None = None
+    # Whether the policy's rules read layers: only then is a token without the layers claim worth a warning.
+    layers_read: bool = False
 
     @field_validator("attribute_claims")
     @classmethod
@@ -115,6 +130,25 @@ class OAuthIdentity(BaseModel):
     subject: str
     # The policy's roles the token holds (empty when the policy maps none).
     roles: frozenset[str] = frozenset()
+    # Attribute -> the mapped claim the token lacks, leaving that list empty (names only, never values).
+    missing_claims: dict[str, str] = Field(default_factory=dict)
+    # The names of the claims the token does carry (sorted, bounded): what the mapping could have meant.
+    carried_claims: tuple[str, ...] = ()
+
+    def claim_warning(self) -> str | None:
+        """One sentence naming each mapped claim the token lacks and the claims it carries; None when none is."""
+        if not self.missing_claims:
+            return None
+        missing = "; ".join(
+            f"no claim {printable(claim)!r} (mapped to attribute {attribute})"
+            for attribute, claim in self.missing_claims.items()
+        )
+        carried = ", ".join(self.carried_claims) or "(none)"
+        return (
+            f"the token carries {missing}, so rules reading it show nothing; it carries: {carried}. "
+            "Map the attribute to a claim the issuer sends (oauth_attribute_claims, oauth_layers_claim) "
+            "or have the issuer add the claim."
+        )
 
 
 class KeySetUnreadable(Exception):
@@ -316,6 +350,7 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
         if (problem := identity_text_problem(claims.get(claim), limit)) is not None:
             raise TokenRefused(f"claim {claim} is not a usable name: it {problem}")
     name = claims[mapping.name_claim]
+    absent = {claim for claim in (mapping.layers_claim, *mapping.attribute_claims.values()) if claim not in claims}
     layers = _strings(claims.get(mapping.layers_claim), mapping.layers_claim)
     _usable(layers, mapping.layers_claim)
     attributes: dict[str, frozenset[str]] = {}
@@ -338,6 +373,10 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
         for attribute, values in grant.attributes.items():
             if attribute != DEFAULT_ATTRIBUTE:
                 attributes[attribute] = attributes.get(attribute, frozenset()) | values
+    # Reported only when the list stays empty: a role's grant may fill what the token leaves out.
+    mapped = {DEFAULT_ATTRIBUTE: mapping.layers_claim} if mapping.layers_read and not layers else {}
+    mapped |= {a: c for a, c in mapping.attribute_claims.items() if not attributes.get(a)}
+    missing = {attribute: claim for attribute, claim in mapped.items() if claim in absent}
     return OAuthIdentity(
         # "oauth:" keeps a token's subject apart from a tokens-file principal of the same name (a
         # container serves one principal: docs/decisions/0011).
@@ -348,7 +387,17 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
         issuer=str(claims["iss"]),
         subject=str(claims["sub"]),
         roles=roles,
+        missing_claims=missing,
+        carried_claims=_claim_names(claims) if missing else (),
     )
+
+
+def _claim_names(claims: dict[str, Any]) -> tuple[str, ...]:
+    """The token's claim names as a warning lists them: sorted, printable, bounded in number and length."""
+    names = sorted(printable(name)[:MAX_CLAIM_NAME_CHARS] for name in claims)
+    if len(names) > MAX_NAMED_CLAIMS:
+        return (*names[:MAX_NAMED_CLAIMS], f"… {len(names) - MAX_NAMED_CLAIMS} more")
+    return tuple(names)
 
 
 def _usable(values: list[str], claim: str) -> list[str]:
@@ -407,9 +456,16 @@ WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
 
 
 def resource_server(
-    settings: GatewaySettings, *, roles: Roles | None = None, transport: httpx.BaseTransport | None = None
+    settings: GatewaySettings,
+    *,
+    roles: Roles | None = None,
+    read_attributes: Collection[str] = (),
+    transport: httpx.BaseTransport | None = None,
 ) -> ResourceServer | None:
-    """The resource server the settings describe (with the policy's ``roles``), None when ``oauth_issuer`` is unset."""
+    """The resource server the settings describe, None when ``oauth_issuer`` is unset.
+
+    ``roles`` and ``read_attributes`` (the attribute lists the rules read) come from the policy served.
+    """
     if settings.oauth_issuer is None:
         return None
     if settings.oauth_resource is None:
@@ -438,6 +494,7 @@ def resource_server(
             scope_claim=settings.oauth_scope_claim,
             attribute_claims=settings.oauth_attribute_claims,
             roles=roles,
+            layers_read=DEFAULT_ATTRIBUTE in read_attributes,
         ),
     )
     return ResourceServer(verifier=verifier, resource=settings.oauth_resource,

@@ -75,7 +75,8 @@ _QUERY_ADVICE = (
     "against the current code before you act on it. If a query is rejected, the error names the "
     "rule; call `check` to iterate without running anything. `degraded` is empty when every layer "
     "ran normally; `analyze:disabled`/`recall:disabled` means the sandbox could not run and no "
-    "query was executed (`degradedReason` says why)."
+    "query was executed (`degradedReason` says why); `identity:claim-missing` means your token lacks "
+    "a claim the gateway maps, so you see less than intended: relay `degradedReason` to the operator."
 )
 
 

@@ -163,7 +163,7 @@ class Gateway:
             requested_scope=scope,
         )  # fmt: skip
         try:
-            result = self._run(tool, cypher, params, principal, query_id, started, scope)
+            result = answer.with_identity_warning(self._run(tool, cypher, params, principal, query_id, started, scope))
         except GatewayError as exc:
             self._audit(event.failed(exc, started))
             raise
@@ -249,6 +249,7 @@ class Gateway:
         except Exception as exc:
             raise self._internal(event, exc, started) from exc
         counted = None if result.degraded else {key: len(getattr(result, key)) for key in _SCHEMA_QUERIES}
+        result = answer.with_identity_warning(result)
         self._audit(event.schema_answered(result.degraded, counted, rows, size, result.truncated, started))
         return result
 

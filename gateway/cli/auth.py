@@ -5,9 +5,10 @@ the shell's history and the process list. It is checked by :func:`gateway.auth.a
 the function ``serve``'s HTTP middleware calls, with the tokens file, OAuth settings and policy
 roles ``serve`` would load. The token itself is never printed.
 
-Exit codes: 0 the token is accepted (printed: the principal, its attribute lists, its roles and
-the tools it may call); 1 it is refused (printed: why); 2 the settings, the policy or the tokens
-file cannot be loaded, or no way to accept a token is configured.
+Exit codes: 0 the token is accepted (printed: the principal, its attribute lists, its roles,
+the tools it may call, and the warning its answers would carry when it lacks a mapped claim);
+1 it is refused (printed: why); 2 the settings, the policy or the tokens file cannot be loaded,
+or no way to accept a token is configured.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def inspect(token: str, settings: GatewaySettings) -> Authenticated:
     """Whom ``token`` names under ``settings``: :class:`TokenRefused` or :class:`SetupError` otherwise."""
     policy = load_policy(settings.policy_file)
     tokens = TokenTable.load(settings.tokens_file) if settings.tokens_file is not None else None
-    oauth = resource_server(settings, roles=policy.roles)
+    oauth = resource_server(settings, roles=policy.roles, read_attributes=policy.scope_attributes())
     if tokens is None and oauth is None:
         raise ConfigError("neither tokens_file nor oauth_issuer is set: serve --transport http would accept no token")
     return authenticate(token, tokens, oauth)
@@ -53,6 +54,8 @@ def report(found: Authenticated) -> dict[str, Any]:
         "attributes": {name: sorted(values) for name, values in sorted(lists.items())},
         "roles": sorted(found.oauth.roles) if found.oauth is not None else [],
         "tools": [tool for tool in MCP_TOOLS if found.may_call(tool)],
+        # The sentence every answer to this token carries (degraded identity:claim-missing); None when none.
+        "warning": found.oauth.claim_warning() if found.oauth is not None else None,
     }
 
 
@@ -67,6 +70,8 @@ def render(document: dict[str, Any]) -> str:
     if document["roles"]:
         lines.append(f"roles       {', '.join(document['roles'])}")
     lines.append(f"tools       {', '.join(document['tools'])}")
+    if document["warning"]:
+        lines.append(f"WARNING     {document['warning']}")
     return "\n".join(lines)
 
 

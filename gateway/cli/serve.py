@@ -80,7 +80,7 @@ def _serve(args: argparse.Namespace) -> int:
     if oauth is not None:
         # Again with the policy's roles, now that compose has loaded the policy it serves.
         roles = composed.gateway.policy.roles
-        oauth = resource_server(settings, roles=roles)
+        oauth = resource_server(settings, roles=roles, read_attributes=composed.gateway.policy.scope_attributes())
         granted = f"; tools and scope from the roles in claim {roles.claim!r}" if roles is not None else ""
         _say(f"OAuth bearer auth on: tokens from {settings.oauth_issuer} for {settings.oauth_resource}{granted}")
     for problem in composed.problems:

@@ -71,7 +71,9 @@ def _attributes(settings: GatewaySettings, policy: Policy) -> str:
 def _oauth(settings: GatewaySettings, policy: Policy, transport: httpx.BaseTransport | None) -> str:
     issuer = str(settings.oauth_issuer)
     try:
-        server = resource_server(settings, roles=policy.roles, transport=transport)
+        server = resource_server(
+            settings, roles=policy.roles, read_attributes=policy.scope_attributes(), transport=transport
+        )
     except SetupError as exc:
         raise IdentityProblem(str(exc), "correct the oauth_* setting named above") from exc
     assert server is not None

@@ -100,3 +100,21 @@ def test_settings_that_accept_no_token_exit_2(
 ) -> None:
     status, out, err = _inspect("whatever-token-text", monkeypatch, capsys)
     assert status == 2 and "neither tokens_file nor oauth_issuer" in err and not out
+
+
+def test_a_token_lacking_a_mapped_claim_is_accepted_with_the_claim_named(
+    configured: LocalIssuer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The settings map repositories to `repos`; this issuer calls the claim `repositories`.
+    lacking = configured.token(layers=["team-b"], repositories=["acme/api"])
+    status, out, _ = _inspect(lacking, monkeypatch, capsys)
+    assert status == 0 and "repositories (none: rules reading it show nothing)" in out
+    assert (
+        "WARNING     the token carries no claim 'repos' (mapped to attribute repositories), so rules reading it "
+        "show nothing; it carries: aud, exp, iat, iss, layers, repositories, scope, sub." in out
+    ), out
+    assert "acme/api" not in out and "team-b" not in out.split("WARNING")[1]
+    status, out, _ = _inspect(lacking, monkeypatch, capsys, "--json")
+    assert status == 0 and "no claim 'repos'" in json.loads(out)["warning"]
+    status, out, _ = _inspect(configured.token(layers=["team-b"], repos=["acme/api"]), monkeypatch, capsys, "--json")
+    assert status == 0 and json.loads(out)["warning"] is None

@@ -6,6 +6,7 @@ through the door, as whom, and with which tools. Keycloak itself is tested in te
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -28,6 +29,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
 from gateway.auth import PRINCIPAL_SCOPE_KEY, TOOLS_SCOPE_KEY, BearerAuth, TokenEntry, TokenTable, ungranted_tool
+from gateway.cli.audit import summarize
 from gateway.cli.serve import http_app
 from gateway.config import GatewaySettings
 from gateway.domain import LayerSwitches, Principal
@@ -42,6 +44,7 @@ from gateway.oauth import (
     resource_server,
 )
 from gateway.policy import load_policy
+from gateway.roles import Roles
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
 from tests.support.ports import free_port
@@ -90,6 +93,13 @@ class Served:
 
 @pytest.fixture()
 def served(tmp_path: Path) -> Iterator[Served]:
+    with _serving(tmp_path) as found:
+        yield found
+
+
+@contextlib.contextmanager
+def _serving(tmp_path: Path, **more: Any) -> Iterator[Served]:
+    """The HTTP app with OAuth on (``more``: further settings) in front of a gateway without a runner."""
     issuer = Issuer()
 
     async def jwks_app(scope: Any, receive: Any, send: Any) -> None:
@@ -103,12 +113,13 @@ def served(tmp_path: Path) -> Iterator[Served]:
     resource = f"http://127.0.0.1:{port}/mcp"
     settings = GatewaySettings(
         http_port=port, audit_path=tmp_path / "audit.jsonl", oauth_issuer=ISSUER, oauth_resource=resource,
-        oauth_jwks_url=f"http://127.0.0.1:{jwks_port}/certs", oauth_jwks_min_refresh_seconds=60,
+        oauth_jwks_url=f"http://127.0.0.1:{jwks_port}/certs", oauth_jwks_min_refresh_seconds=60, **more,
     )  # fmt: skip
-    oauth = resource_server(settings)
+    policy = load_policy()
+    oauth = resource_server(settings, read_attributes=policy.scope_attributes())
     assert oauth is not None
     audit = AuditLog(tmp_path / "audit.jsonl")
-    gateway = Gateway(load_policy(), runner=None, audit=audit, layers=LayerSwitches(scope_rewrite=False))
+    gateway = Gateway(policy, runner=None, audit=audit, layers=LayerSwitches(scope_rewrite=False))
     server = build_server(gateway, stdio_resolver(Principal(name="stdio-must-not-be-used")))
     tokens = TokenTable([TokenEntry(name="static", token_sha256=hashlib.sha256(STATIC.encode()).hexdigest())])
     uv = uvicorn.Server(uvicorn.Config(http_app(server, settings, tokens, oauth=oauth), host="127.0.0.1", port=port,
@@ -116,10 +127,12 @@ def served(tmp_path: Path) -> Iterator[Served]:
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
     wait_until(lambda: uv.started, timeout=60, what="uvicorn started", interval=0.05)
-    yield Served(resource, resource, issuer, audit, oauth.verifier.keys)
-    uv.should_exit = jwks_uv.should_exit = True
-    thread.join(timeout=10)
-    jwks_thread.join(timeout=10)
+    try:
+        yield Served(resource, resource, issuer, audit, oauth.verifier.keys)
+    finally:
+        uv.should_exit = jwks_uv.should_exit = True
+        thread.join(timeout=10)
+        jwks_thread.join(timeout=10)
 
 
 def _call(url: str, token: str, tool: str, args: dict[str, Any]) -> Any:
@@ -420,3 +433,55 @@ def test_a_static_principal_and_an_oauth_subject_are_two_audit_identities(served
     lines = served.audit.read()
     assert [(line["principal_source"], line["principal"], line["subject"]) for line in lines] == [
         ("oauth", "oauth:static", "static"), ("tokens", "static", None)]  # fmt: skip
+
+
+def test_a_token_lacking_a_mapped_claim_is_warned_about_in_every_answer_and_audit_line(tmp_path: Path) -> None:
+    # The mapping names a claim the issuer does not send (it sends ``repos``).
+    with _serving(tmp_path, oauth_attribute_claims={"repositories": "repositories"}) as served:
+        query = {"cypher": "MATCH (n) RETURN count(n) AS c"}
+        lacking = served.issuer.token(served.resource, layers=["team-a"], repos=["acme/api"], scope="analyze")
+        result = _call(served.url, lacking, "analyze", query)
+        assert not result.is_error, result.content
+        answer = result.structured_content
+        assert answer["degraded"] == ["analyze:disabled", "identity:claim-missing"]
+        reason = answer["degradedReason"]
+        assert "the token carries no claim 'repositories' (mapped to attribute repositories)" in reason
+        assert "it carries: aud, exp, iat, iss, layers, repos, scope, sub." in reason
+        assert "acme/api" not in reason and "team-a" not in reason  # claim names only, never values
+        schema = _call(served.url, lacking, "schema", {}).structured_content
+        assert "identity:claim-missing" in schema["degraded"] and "'repositories'" in schema["degradedReason"]
+        # The same claim present under the mapped name: no warning.
+        carrying = served.issuer.token(served.resource, layers=["team-a"], repositories=["acme/api"], scope="analyze")
+        assert _call(served.url, carrying, "analyze", query).structured_content["degraded"] == ["analyze:disabled"]
+        lines = served.audit.read()
+    assert [line["tool"] for line in lines] == ["analyze", "schema", "analyze"]
+    warned, schema_line, clean = lines
+    assert warned["missing_claims"] == ["repositories"] and "identity:claim-missing" in warned["degraded"]
+    # Still fail closed: the list the rules read is empty, the token was not refused.
+    assert warned["attributes"] == {"repositories": []} and warned["decision"] == "degraded"
+    assert schema_line["missing_claims"] == ["repositories"]
+    assert clean["missing_claims"] is None and clean["attributes"] == {"repositories": ["acme/api"]}
+    assert "identity:claim-missing" not in clean["degraded"]
+    # `audit summary` counts the warned answers beside the other degraded markers.
+    assert summarize(lines)["degraded"] == {"analyze:disabled": 3, "identity:claim-missing": 2}
+
+
+def test_a_missing_layers_claim_is_reported_only_when_the_policy_reads_layers() -> None:
+    claims = {"iss": ISSUER, "sub": "alice", "team": ["a"]}
+    read = identity(claims, ClaimMapping(layers_read=True))
+    assert read.principal.scope == frozenset() and read.missing_claims == {"layers": "layers"}
+    assert read.carried_claims == ("iss", "sub", "team")
+    assert identity(claims, ClaimMapping()).claim_warning() is None
+    assert identity({**claims, "layers": []}, ClaimMapping(layers_read=True)).claim_warning() is None
+    # A role's grant that fills the list leaves nothing silently empty; one that does not, is reported.
+    roles = Roles.model_validate({"claim": "groups", "grants": {
+        "infra": {"tools": ["recall"], "attributes": {"layers": ["infra"]}},
+        "payments": {"tools": ["recall"], "attributes": {"repositories": ["acme/payments"]}}}})  # fmt: skip
+    mapping = ClaimMapping(layers_read=True, attribute_claims={"repositories": "repos"}, roles=roles)
+    infra = identity({**claims, "groups": ["infra"]}, mapping)
+    assert infra.principal.scope == {"infra"} and infra.missing_claims == {"repositories": "repos"}
+    payments = identity({**claims, "groups": ["payments"]}, mapping)
+    assert payments.missing_claims == {"layers": "layers"}
+    many = {**claims, **{f"c{i:02}\n": 1 for i in range(50)}}
+    named = identity(many, ClaimMapping(layers_read=True)).carried_claims
+    assert len(named) == 41 and named[-1] == "… 13 more" and named[0] == "c00\\x0a"

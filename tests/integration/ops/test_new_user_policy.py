@@ -10,7 +10,9 @@ and on a Mentis-shaped graph whose repositories are named by ``slug`` and hold a
 ``apiToken``: the template's allow-list (``visible_properties``) never shows the secret; the
 mistakes such a user makes instead (a deny-list with the secret misspelt, ``public`` on a label
 others derive from) are caught by ``doctor`` and ``policy lint --graph``, and seen by a reviewer
-through ``policy explain`` and ``policy matrix --html``.
+through ``policy explain`` and ``policy matrix --html``. Their identity provider's token names
+the repositories ``repos``: mapping the attribute to another claim name is reported by ``auth
+inspect`` (and every answer, tests/unit/test_oauth.py), not left as a user who sees nothing.
 
 Marked ``rule_kinds``: the template is written in the rule vocabulary of decision 0018
 (per-label membership rules, ``validTo`` filters), which the policy model must accept.
@@ -19,6 +21,7 @@ Marked ``rule_kinds``: the template is written in the rule vocabulary of decisio
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -32,6 +35,7 @@ from mcp.client.stdio import stdio_client
 
 from gateway.connection import Neo4jConnection
 from tests.support.env import neo4j_env, server_env
+from tests.support.issuer import OPENID, RESOURCE, serving
 from tests.support.paths import GATEWAY_CLI, REPO
 
 pytestmark = [pytest.mark.rule_kinds, pytest.mark.neo4j2026]
@@ -291,3 +295,32 @@ def test_a_mentis_user_s_misspelt_secret_and_public_task_are_caught_before_they_
     finally:
         with neo4j_driver.session(database=neo4j_connection.database) as db:
             db.run("MATCH (n:NewUserMentis) DETACH DELETE n").consume()
+
+
+def test_a_mentis_user_s_claim_mapped_to_the_wrong_name_is_reported_and_fixed(tmp_path: Path) -> None:
+    init = _cli(["policy", "init", "--template", "mentis", "--scope-property", "slug"], {**os.environ}, tmp_path)
+    assert init.returncode == 0, init.stderr
+    policy = tmp_path / "my.yaml"
+    policy.write_text(init.stdout)
+    with serving() as issuer:
+        issuer.publish(OPENID)
+        token = issuer.token(repos=["acme/api"])  # the issuer's claim is `repos`
+        env = {**os.environ, "GATEWAY_POLICY_FILE": str(policy), "GATEWAY_OAUTH_ISSUER": issuer.issuer,
+               "GATEWAY_OAUTH_RESOURCE": RESOURCE}  # fmt: skip
+
+        def inspect(mapping: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*CLI, "auth", "inspect"], input=token, capture_output=True, text=True, timeout=120,
+                                  env={**env, "GATEWAY_OAUTH_ATTRIBUTE_CLAIMS": mapping}, cwd=tmp_path)  # fmt: skip
+
+        wrong = inspect("repositories=repositories")
+        fixed = inspect("repositories=repos")
+    # Accepted, fail closed (no repositories), and the mismatch named with the claims the token does carry.
+    assert wrong.returncode == 0, wrong.stdout + wrong.stderr
+    assert "repositories (none: rules reading it show nothing)" in wrong.stdout, wrong.stdout
+    assert (
+        "WARNING     the token carries no claim 'repositories' (mapped to attribute repositories), so rules "
+        "reading it show nothing; it carries: aud, exp, iat, iss, repos, scope, sub." in wrong.stdout
+    ), wrong.stdout
+    assert "acme/api" not in wrong.stdout
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "repositories acme/api" in fixed.stdout and "WARNING" not in fixed.stdout, fixed.stdout
