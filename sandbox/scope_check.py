@@ -134,12 +134,15 @@ def element_visible(properties: Any, scope: ScopeCheck) -> bool:
     return bool(rules.rule(rules.default, properties))
 
 
-def derived_candidates(rows: list[list[Any]], scope: ScopeCheck) -> tuple[set[str], set[str]]:
+def derived_candidates(
+    rows: list[list[Any]], scope: ScopeCheck, params: dict[str, Any] | None = None
+) -> tuple[set[str], set[str]]:
     """The element tokens (nodes, relationships) in ``rows`` whose visibility only Neo4j can tell:
-    those whose checks answer None (``sandbox.rule_checks``) and nothing False."""
+    those whose checks answer None (``sandbox.rule_checks``) and nothing False. ``params``: the
+    job's parameters, which pins compare with (without them a pinned element is never a candidate)."""
     nodes: set[str] = set()
     relationships: set[str] = set()
-    rules = _Rules(scope, frozenset())
+    rules = _Rules(scope, frozenset(), params)
     for item in elements(rows):
         token = item.get("elementId")
         if not isinstance(token, str):
@@ -164,7 +167,7 @@ def confirm_derived(
     ``ask(cypher, params)`` runs the check's gateway-written query in the job's transaction and
     yields the visible ids. Every element not confirmed is hidden.
     """
-    nodes, relationships = derived_candidates(rows, scope)
+    nodes, relationships = derived_candidates(rows, scope, params)
     confirmed: set[str] = set()
     for tokens, query in ((nodes, scope.derived_nodes), (relationships, scope.derived_relationships)):
         ids = {element_ids[t]: t for t in tokens if t in element_ids}

@@ -20,7 +20,7 @@ from gateway.rule_kinds.base import TRUE
 from gateway.scope import plan
 from gateway.scope.rules import ToolRules
 from sandbox import rule_checks, wire
-from sandbox.scope_check import derived_candidates, filter_rows
+from sandbox.scope_check import confirm_derived, derived_candidates, filter_rows
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
 
 RULES_POLICY = Path(__file__).resolve().parents[1] / "policies" / "rules.yaml"
@@ -295,3 +295,21 @@ def test_the_rule_kinds_load_from_a_file(tmp_path: Path) -> None:
     file.write_text(yaml.safe_dump(raw), encoding="utf-8")
     with pytest.raises(PolicyError, match="kind"):
         load_policy(file)
+
+
+def test_a_pinned_element_under_a_walk_is_a_candidate_when_its_pin_holds() -> None:
+    # The pin compares with the job's parameter: without the parameters nothing pinned is ever asked about.
+    scope = ScopeCheck(
+        layers_property="layers", layers=["team"], nodes={"Task": WALK},
+        conditions={"Task": [ElementCondition(property="id", parameter="taskId")]}, derived_nodes="the walk",
+    )  # fmt: skip
+    task = {"$type": "node", "elementId": "t1", "labels": ["Task"], "properties": {"id": "T-1"}}
+    other = {"$type": "node", "elementId": "t2", "labels": ["Task"], "properties": {"id": "T-2"}}
+    rows = [[task], [other]]
+    assert derived_candidates(rows, scope, {"taskId": "T-1"}) == ({"t1"}, set())
+    assert derived_candidates(rows, scope) == (set(), set())
+
+    def ask(query: str, params: dict[str, object]) -> list[str]:
+        return ["e1", "e2"]  # Neo4j says both walks hold; the pin still decides
+
+    assert confirm_derived(rows, scope, {"t1": "e1", "t2": "e2"}, {"taskId": "T-1"}, ask) == frozenset({"t1"})

@@ -64,7 +64,7 @@ def test_narrowing_to_one_repository_returns_only_it(
     # Derived from the repository: the other repository's tasks go with it.
     tasks = gw.run("analyze", TASKS, {}, DEV, scope=ONE)
     assert tasks.rowCount > 0 and repositories(tasks.rows) == ["acme/payments"]
-    assert all(row[1]["properties"]["uid"].startswith("task-pay") for row in tasks.rows)
+    assert all(row[1]["properties"]["id"].startswith("PAY-") for row in tasks.rows)
 
 
 def test_counts_see_only_the_narrowed_repository(sandbox_runner: SandboxRunner, mentis: None) -> None:
