@@ -24,6 +24,7 @@ import httpx
 
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
+from sandbox.rebuild import rebuild_typed_row, tag_of
 from sandbox.serialize import JsonValue, RowCollector
 from sandbox.tagged import TYPE_KEY
 from sandbox.tls import context_or_error, tls_failure
@@ -225,8 +226,9 @@ class QueryApiBackend:
         collector = RowCollector(
             job.max_rows, job.max_bytes, convert=from_typed, withholding=Withholding.while_reading(job)
         )
+        tag = tag_of(job.params)  # the projection wrapper's elements (sandbox/rebuild.py)
         for values in data.get("values") or []:
-            if not collector.add(values):
+            if not collector.add(rebuild_typed_row(values, tag)):
                 break
         return SandboxResult(
             query_id=job.query_id, ok=True, columns=list(data.get("fields") or []), rows=collector.rows,

@@ -27,6 +27,7 @@ from neo4j.graph import Node, Path, Relationship
 from neo4j.spatial import Point
 from neo4j.time import Date, DateTime, Duration, Time
 
+from sandbox.rebuild import ShownNode, ShownPath, ShownRelationship
 from sandbox.tagged import TYPE_KEY
 from sandbox.wire import Truncation
 from sandbox.withhold import PropertiesOf, Withholding
@@ -43,11 +44,17 @@ def all_properties(_owners: Iterable[str], properties: Mapping[str, Any], conver
     return {key: convert(value) for key, value in properties.items()}
 
 
-def _properties(owners: Iterable[str], entity: Node | Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+# The driver's elements, and those rebuilt from the projection wrapper's maps (sandbox/rebuild.py).
+NODES = (Node, ShownNode)
+RELATIONSHIPS = (Relationship, ShownRelationship)
+PATHS = (Path, ShownPath)
+
+
+def _properties(owners: Iterable[str], entity: Node | Relationship | ShownNode | ShownRelationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     return (shown or all_properties)(owners, entity, lambda value: to_json(value, shown))
 
 
-def _node(node: Node, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+def _node(node: Node | ShownNode, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     return {
         TYPE_KEY: "node",
         "elementId": node.element_id,
@@ -56,7 +63,7 @@ def _node(node: Node, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     }
 
 
-def _relationship(rel: Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+def _relationship(rel: Relationship | ShownRelationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     start, end = rel.start_node, rel.end_node
     return {
         TYPE_KEY: "relationship",
@@ -143,11 +150,11 @@ def to_json(value: Any, shown: PropertiesOf | None = None) -> JsonValue:
     if isinstance(value, float):
         # JSON has no NaN or infinities; Cypher does.
         return value if math.isfinite(value) else {TYPE_KEY: "float", "value": repr(value)}
-    if isinstance(value, Node):
+    if isinstance(value, NODES):
         return _node(value, shown)
-    if isinstance(value, Relationship):
+    if isinstance(value, RELATIONSHIPS):
         return _relationship(value, shown)
-    if isinstance(value, Path):
+    if isinstance(value, PATHS):
         return {
             TYPE_KEY: "path",
             "nodes": [_node(n, shown) for n in value.nodes],
@@ -185,8 +192,8 @@ def min_size(value: Any, budget: int, withholding: Withholding | None = None) ->
             total += len(item) + 2
         elif isinstance(item, bytes | bytearray):
             total += (len(item) * 4) // 3
-        elif isinstance(item, Node | Relationship):
-            owners: Iterable[str] = item.labels if isinstance(item, Node) else (item.type,)
+        elif isinstance(item, NODES + RELATIONSHIPS):
+            owners: Iterable[str] = item.labels if isinstance(item, NODES) else (item.type,)
             stack.extend(withholding.split(owners, item)[0].values() if withholding is not None else item.values())
             total += 2
         elif withholding is not None and isinstance(item, Mapping) and item.get(TYPE_KEY) in TYPED_ELEMENTS:
@@ -194,7 +201,7 @@ def min_size(value: Any, budget: int, withholding: Withholding | None = None) ->
             owners = (element.get("_labels") or []) if item[TYPE_KEY] == "Node" else [str(element.get("_type"))]
             stack.extend(withholding.split(owners, element.get("_properties") or {})[0].values())
             total += 2
-        elif isinstance(item, Path):
+        elif isinstance(item, PATHS):
             stack.extend(item.nodes)
             stack.extend(item.relationships)
         elif isinstance(item, Mapping):

@@ -55,7 +55,7 @@ class Withholding:
             return None
         # Every property the result check (sandbox/scope_check.py) reads must survive until it has
         # run: the layers property, every rule's property, every filter's and pin's.
-        return cls(job.hidden_properties, _read_by_the_check(job.scope) if job.scope is not None else [])
+        return cls(job.hidden_properties, read_by_the_check(job.scope) if job.scope is not None else [])
 
     def hidden_keys(self, owners: Iterable[str]) -> frozenset[str]:
         """The (lower-case) keys hidden on an element of these labels, or of this type."""
@@ -111,7 +111,8 @@ class Withholding:
         return len(gone)
 
 
-def _read_by_the_check(scope: ScopeCheck) -> list[str]:
+def read_by_the_check(scope: ScopeCheck) -> list[str]:
+    """The properties the result check reads: kept for it under hidden properties, withheld after."""
     rules = [*scope.nodes.values(), *scope.relationships.values(), *([scope.default] if scope.default else [])]
     conditions = [c.property for listed in scope.conditions.values() for c in listed]
     return [scope.layers_property, *(r.property for r in rules if r.property), *conditions]

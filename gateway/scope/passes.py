@@ -46,6 +46,7 @@ from gateway.scope.columns import keep_agent_columns
 from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
+from gateway.scope.projection import ShownKeys, wrap_returns
 
 # Selectors whose MATCH-level WHERE is applied during the search (legacy shortestPath) or that
 # select nothing (ALL). GQL ANY / SHORTEST k / ALL SHORTEST / … GROUPS select paths *before* the
@@ -92,6 +93,8 @@ class Context:
     handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
     bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
     frame: Frame = field(default_factory=Frame)
+    shown: ShownKeys | None = None  # under hidden properties: the keys an element may send
+    wrapped: bool = False  # the final RETURNs project elements to their shown keys
     _counters: dict[str, int] = field(default_factory=dict)
 
     def fresh(self, kind: str) -> str:
@@ -1007,6 +1010,12 @@ def keep_columns(ctx: Context) -> None:
     keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated)
 
 
+def project_shown_keys(ctx: Context) -> None:
+    """Under hidden properties, the answer's elements leave Neo4j with their shown keys only (``projection.py``)."""
+    if ctx.shown is not None and ctx.shown.active():
+        ctx.wrapped = wrap_returns(ctx.parsed, ctx.edits, ctx.shown)
+
+
 def refuse_unscoped(ctx: Context) -> None:
     """Fail closed on coverage: a pattern without its visibility predicate refuses the query."""
     for path in unscoped_patterns(ctx.parsed, ctx.scoped):
@@ -1022,17 +1031,21 @@ PASSES: tuple[Pass, ...] = (
     refuse_unscopable,
     scope_patterns,
     keep_columns,
+    project_shown_keys,
     refuse_unscoped,
 )
 
 
-def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, max_chars: int) -> str:
-    """The rewritten Cypher of ``parsed``; raises ``QueryRejected`` when it cannot be scoped.
+def run_passes(
+    parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, max_chars: int, shown: ShownKeys | None = None
+) -> tuple[str, bool]:
+    """The rewritten Cypher of ``parsed`` and whether its answer's elements are projected (``shown``);
+    raises ``QueryRejected`` when it cannot be scoped.
 
     ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
     would be longer than ``max_chars`` (checked before the text is built).
     """
-    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed))
+    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed), shown=shown)
     for scope_pass in PASSES:
         scope_pass(ctx)
     size = len(parsed.text) + ctx.edits.inserted_chars()
@@ -1041,4 +1054,4 @@ def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, m
             f"the scoped query would be {size:,} characters long (the visibility predicates add about 230 "
             f"per pattern); the limit is {max_chars:,}: use fewer patterns"
         )
-    return ctx.edits.apply(parsed)
+    return ctx.edits.apply(parsed), ctx.wrapped
