@@ -29,8 +29,8 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
-from sandbox.scope_check import confirm_derived
 from sandbox.rebuild import rebuild_row, tag_of
+from sandbox.scope_check import confirm_derived
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
 from sandbox.tls import context_or_error, tls_failure

@@ -77,7 +77,9 @@ def rebuild(value: Any, tag: str) -> Any:
     if "n" in value:
         return ShownNode(value["n"], value.get("l") or [], ((k, v) for k, v in _pairs(value.get("p"))))
     if "r" in value:
-        return ShownRelationship(value["r"], value.get("t"), value.get("s"), value.get("e"), _pairs(value.get("p")))
+        return ShownRelationship(
+            value["r"], str(value.get("t")), value.get("s"), value.get("e"), _pairs(value.get("p"))
+        )
     items = [(key, rebuild(item, tag)) for key, item in _pairs(value.get("i"))]
     kind = value.get("c")
     if kind == "map":

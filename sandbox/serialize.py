@@ -50,7 +50,9 @@ RELATIONSHIPS = (Relationship, ShownRelationship)
 PATHS = (Path, ShownPath)
 
 
-def _properties(owners: Iterable[str], entity: Node | Relationship | ShownNode | ShownRelationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+def _properties(
+    owners: Iterable[str], entity: Node | Relationship | ShownNode | ShownRelationship, shown: PropertiesOf | None
+) -> dict[str, JsonValue]:
     return (shown or all_properties)(owners, entity, lambda value: to_json(value, shown))
 
 
@@ -220,7 +222,7 @@ class ElementTokens:
     """Neo4j's element ids replaced by tokens that mean something only inside one answer.
 
     Nodes become ``n1``, ``n2`` …, relationships ``r1`` …, in the order they appear in the
-    answer; the same element keeps its token throughout (a relationship's ``startElementId``
+    answer (a map's entries by key); the same element keeps its token throughout (a relationship's ``startElementId``
     is its start node's token, whether or not that node is in the answer). Neo4j allocates
     ids across the whole database and reuses them, so a visible element's id tells how many
     hidden elements were created around it; a token tells nothing beyond the answer.
@@ -263,10 +265,16 @@ class ElementTokens:
                 elif kind == "map":
                     # The wrapper of a user map that has its own "$type" key: its entries are plain values.
                     inner = item.get("value")
-                    stack.extend(reversed(list(inner.values())) if isinstance(inner, dict) else [inner])
+                    stack.extend(reversed(_by_key(inner)) if isinstance(inner, dict) else [inner])
                 else:
-                    stack.extend(reversed(list(item.values())))
+                    stack.extend(reversed(_by_key(item)))
         return value
+
+
+def _by_key(mapping: dict[str, JsonValue]) -> list[JsonValue]:
+    # A map's entries in key order: Neo4j's order of a map's keys differs between a map and keys()
+    # of it, and the tokens must not depend on which of the two the answer was read through.
+    return [mapping[key] for key in sorted(mapping)]
 
 
 def encode(value: JsonValue) -> str:

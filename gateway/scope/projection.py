@@ -19,9 +19,10 @@ container of its items; ``sandbox/rebuild.py`` turns them back into the elements
 the agent's answer is the one it would get without the wrapper. Only the values of shown keys
 are ever read: ``keys()`` names the others without loading them.
 
-The wrapper covers ``DEPTH`` levels of containers inside a column (``[[[n]]]``, ``{a: [p]}``,
-``collect(nodes(p))``); an element nested deeper, and a column of ``RETURN *``, is returned as
-today (fetched, then withheld by the sandbox): SECURITY.md names these shapes.
+The wrapper covers ``DEPTH`` levels of lists, maps and paths inside a column (``[[n]]``,
+``{a: [n]}``, ``collect(p)``, ``collect(nodes(p))``); an element nested deeper (``[[[n]]]``,
+``[[p]]``), a column of ``RETURN *`` and a query that ends in a procedure call are returned as
+they are (fetched, then withheld by the sandbox): SECURITY.md names these shapes.
 
 Ordering and ``DISTINCT`` are the agent's own: they run in the agent's projection, before the
 wrapper, and the two appended projections neither reorder nor group.
@@ -88,7 +89,9 @@ def _marked(fields: str) -> str:
 
 def wrapped(value: str, shown: ShownKeys, depth: int) -> str:
     """Cypher: ``value`` (a variable) with its elements projected, ``depth`` levels of containers deep."""
-    node = _marked(f"n: elementId({value}), l: labels({value}), p: {_properties(value, f'labels({value})', shown, depth)}")
+    node = _marked(
+        f"n: elementId({value}), l: labels({value}), p: {_properties(value, f'labels({value})', shown, depth)}"
+    )
     relationship = _marked(
         f"r: elementId({value}), t: type({value}), s: elementId(startNode({value})), "
         f"e: elementId(endNode({value})), p: {_properties(value, f'[type({value})]', shown, depth)}"

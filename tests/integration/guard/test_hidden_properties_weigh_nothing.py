@@ -33,7 +33,7 @@ POLICY = load_policy().model_copy(
 AGENT = Principal(name="weightless-agent", scope=frozenset({"project-a"}))
 QUERY = f"MATCH (a:{MARKER}:Attempt {{uid: $u}}) RETURN [i IN range(1, $k) | a] AS xs"
 # One repetition, the cut the embedding would cause, and well past it; the Query API's below its response cap.
-REPEATS = {"bolt": (1, 490, 1500), "query-api": (1, 40, 80)}
+REPEATS = {"bolt": (1, 490, 1500), "query-api": (1, 490, 1500)}
 
 
 @pytest.fixture(scope="module")
