@@ -9,7 +9,9 @@ Differences from Bolt, stated plainly: the Query API of Neo4j 5.26 reports no
 query type, so there the plan's read-operator allow-list is the whole check; it has no
 per-request transaction timeout, so the runner's wall clock and the server's
 ``db.transaction.timeout`` bound a query; and its answer is one JSON document,
-so its size is capped while reading rather than record by record.
+read as a stream (``sandbox/query_stream.py``): rows go to the byte budget one at a time,
+hidden properties are skipped as they arrive, and an answer cut by the limits has no
+notifications (they follow the rows, which are not read past the cut).
 """
 
 from __future__ import annotations

@@ -18,6 +18,16 @@ def _node(labels: list[str], properties: dict[str, Any]) -> dict[str, Any]:
     return {"$type": "Node", "_value": {"_element_id": "4:x:1", "_labels": labels, "_properties": typed}}
 
 
+def _taker(seen: list[Any], limit: int = 1_000) -> Any:
+    """A row callback that keeps each row and stops after ``limit``."""
+
+    def take(row: list[Any]) -> bool:
+        seen.append(row)
+        return len(seen) < limit
+
+    return take
+
+
 def _answer(rows: list[list[Any]]) -> list[bytes]:
     text = json.dumps({"data": {"fields": ["a"], "values": rows}, "notifications": [{"code": "N"}]})
     return [text[i : i + 7].encode() for i in range(0, len(text), 7)]  # small chunks: keys split across them
@@ -25,14 +35,14 @@ def _answer(rows: list[list[Any]]) -> list[bytes]:
 
 def test_rows_go_one_at_a_time_and_the_rest_of_the_document_is_kept() -> None:
     seen: list[Any] = []
-    body = read_answer(iter(_answer([[1], [2], [3]])), 10_000, None, lambda row: seen.append(row) is None)
+    body = read_answer(iter(_answer([[1], [2], [3]])), 10_000, None, _taker(seen))
     assert seen == [[1], [2], [3]]
     assert body["data"]["fields"] == ["a"] and body["notifications"] == [{"code": "N"}]
 
 
 def test_reading_stops_at_the_row_the_caller_refuses() -> None:
     seen: list[Any] = []
-    read_answer(iter(_answer([[1], [2], [3]])), 10_000, None, lambda row: len(seen.append(row) or seen) < 2)
+    read_answer(iter(_answer([[1], [2], [3]])), 10_000, None, _taker(seen, 2))
     assert seen == [[1], [2]]
 
 
@@ -40,7 +50,7 @@ def test_a_hidden_value_is_neither_built_nor_counted() -> None:
     withholding = Withholding({"Attempt": ["embedding", "layers"]}, keep=["layers"])
     row = [_node(["Attempt"], {"uid": "a1", "embedding": HUGE, "layers": "p"})]
     seen: list[Any] = []
-    read_answer(iter(_answer([row])), 1_000, withholding, lambda r: seen.append(r) is None)
+    read_answer(iter(_answer([row])), 1_000, withholding, _taker(seen))
     properties = seen[0][0]["_value"]["_properties"]
     assert set(properties) == {"uid", "layers"}  # the check's key is kept for it, the embedding never built
 
@@ -54,7 +64,5 @@ def test_the_cap_counts_what_is_kept() -> None:
 def test_an_agents_map_shaped_like_an_element_is_kept_whole() -> None:
     shaped = {"$type": "Map", "_value": {"_labels": ["Attempt"], "_properties": {"embedding": "mine"}}}
     seen: list[Any] = []
-    read_answer(
-        iter(_answer([[shaped]])), 10_000, Withholding({"Attempt": ["embedding"]}), lambda r: seen.append(r) is None
-    )
+    read_answer(iter(_answer([[shaped]])), 10_000, Withholding({"Attempt": ["embedding"]}), _taker(seen))
     assert seen == [[shaped]]
