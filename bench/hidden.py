@@ -8,11 +8,11 @@ repeats the node ``k`` times (``RETURN [i IN range(1, $k) | a] AS xs``), so Neo4
 hidden list ``k`` times. For each ``k``: interleaved pairs (heavy, empty, alternating which goes
 first) through the real Gateway, sandbox (Bolt) and Neo4j; the medians of the wall-clock time
 around ``Gateway.run`` and of the sandbox's own ``durationMs``, and their ratio heavy / empty;
-beside them the bare driver in this process reading the same answer (Neo4j's work and the
-driver's decoding, nothing else).
-The answers themselves are identical (tests/integration/guard/test_hidden_properties_weigh_nothing.py);
-what a ratio above 1 measures is what remains: Neo4j reading and sending the hidden value and the
-driver decoding it off the wire (no conversion, sizing or encoding is done on it).
+beside them the bare driver in this process reading the agent's query as written, without the
+scope rewrite's projection (what fetching the hidden value costs: Neo4j's work and the driver's
+decoding). The answers themselves are identical
+(tests/integration/guard/test_hidden_properties_weigh_nothing.py); through the gateway the
+rewrite projects the node to its shown keys, so a ratio near 1 says the hidden value was not fetched.
 
 The machine is shared: read the ratios between the two sides of one run. Writes
 ``bench/hidden-results.json``.

@@ -29,6 +29,7 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
+from sandbox.rebuild import rebuild_row, tag_of
 from sandbox.scope_check import confirm_derived
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
@@ -268,6 +269,7 @@ class BoltBackend:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.warm_error)
         driver = self.driver
         collector = RowCollector(job.max_rows, job.max_bytes, withholding=Withholding.while_reading(job))
+        tag = tag_of(job.params)  # the projection wrapper's elements (sandbox/rebuild.py)
         meta: dict[str, Any] = {}
         database = job.database or self.config.database
 
@@ -284,7 +286,7 @@ class BoltBackend:
             result = tx.run(job.cypher, job.params)
             meta["columns"] = list(result.keys())
             for record in result:
-                if not collector.add(record.values()):
+                if not collector.add(rebuild_row(record.values(), tag)):
                     break
             summary = result.consume()
             meta["query_type"] = summary.query_type

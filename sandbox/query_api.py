@@ -9,7 +9,9 @@ Differences from Bolt, stated plainly: the Query API of Neo4j 5.26 reports no
 query type, so there the plan's read-operator allow-list is the whole check; it has no
 per-request transaction timeout, so the runner's wall clock and the server's
 ``db.transaction.timeout`` bound a query; and its answer is one JSON document,
-so its size is capped while reading rather than record by record.
+read as a stream (``sandbox/query_stream.py``): rows go to the byte budget one at a time,
+hidden properties are skipped as they arrive, and an answer cut by the limits has no
+notifications (they follow the rows, which are not read past the cut).
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ import base64
 import json
 import ssl
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
+import ijson
 
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
+from sandbox.query_stream import TooLarge, read_answer
+from sandbox.rebuild import rebuild_typed_row, tag_of
 from sandbox.serialize import JsonValue, RowCollector
 from sandbox.tagged import TYPE_KEY
 from sandbox.tls import context_or_error, tls_failure
@@ -172,23 +178,30 @@ class QueryApiBackend:
         except _Refused as exc:
             self.warm_error = SandboxError(code="unavailable", message=exc.message, neo4j_code=exc.code)
 
-    def _post(self, job: SandboxJob, statement: str, cap: int) -> dict[str, Any]:
+    def _post(
+        self,
+        job: SandboxJob,
+        statement: str,
+        cap: int,
+        on_row: Callable[[list[Any]], bool] | None = None,
+        withholding: Withholding | None = None,
+    ) -> dict[str, Any]:
+        """Neo4j's answer without its rows, each of which goes to ``on_row`` as it streams in."""
         request = build_request(self.config, job, statement)
         response = self.client.send(request, stream=True)
         try:
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in response.iter_raw():
-                size += len(chunk)
-                if size > cap:
-                    raise _TooLarge
-                chunks.append(chunk)
+            body = read_answer(response.iter_raw(), cap, withholding, on_row or (lambda _row: True))
+        except TooLarge:
+            raise _TooLarge from None
+        except ijson.JSONError as exc:
+            if response.status_code < 400:
+                raise _Refused(f"the Query API's answer is not JSON: {exc}", None) from exc
+            body = {}
         finally:
             response.close()
-        body: dict[str, Any] = json.loads(b"".join(chunks) or b"{}")
         errors = body.get("errors") or []
         if errors or response.status_code >= 400:
-            first = errors[0] if errors else {}
+            first = errors[0] if errors and isinstance(errors[0], dict) else {}
             raise _Refused(first.get("message", f"HTTP {response.status_code}"), first.get("code"))
         return body
 
@@ -209,7 +222,12 @@ class QueryApiBackend:
                 if "queryType" in explained:  # Neo4j 2026.x reports it; 5.26 does not
                     check_query_type(explained["queryType"])
                 check_plan(explained.get("queryPlan"), job.procedures_allowed)
-            body = self._post(job, job.cypher, cap)
+            withholding = Withholding.while_reading(job)
+            collector = RowCollector(job.max_rows, job.max_bytes, convert=from_typed, withholding=withholding)
+            tag = tag_of(job.params)  # the projection wrapper's elements (sandbox/rebuild.py)
+            body = self._post(
+                job, job.cypher, cap, lambda values: collector.add(rebuild_typed_row(values, tag)), withholding
+            )
         except _TooLarge:
             return SandboxResult(query_id=job.query_id, ok=True, truncated=True, truncation="bytes",
                                  duration_ms=(time.perf_counter() - started) * 1000)  # fmt: skip
@@ -223,12 +241,6 @@ class QueryApiBackend:
         except httpx.HTTPError as exc:
             return failure(job.query_id, "unavailable", _unreachable(exc))
         data = body.get("data") or {}
-        collector = RowCollector(
-            job.max_rows, job.max_bytes, convert=from_typed, withholding=Withholding.while_reading(job)
-        )
-        for values in data.get("values") or []:
-            if not collector.add(values):
-                break
         return SandboxResult(
             query_id=job.query_id, ok=True, columns=list(data.get("fields") or []), rows=collector.rows,
             row_count=len(collector.rows), bytes=collector.bytes, truncated=collector.truncation is not None,

@@ -27,6 +27,7 @@ from neo4j.graph import Node, Path, Relationship
 from neo4j.spatial import Point
 from neo4j.time import Date, DateTime, Duration, Time
 
+from sandbox.rebuild import ShownNode, ShownPath, ShownRelationship
 from sandbox.tagged import TYPE_KEY
 from sandbox.wire import Truncation
 from sandbox.withhold import Owners, PropertiesOf, Withholding, owners_of
@@ -43,11 +44,19 @@ def all_properties(_owners: Owners, properties: Mapping[str, Any], convert: Call
     return {key: convert(value) for key, value in properties.items()}
 
 
-def _properties(entity: Node | Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+# The driver's elements, and those rebuilt from the projection wrapper's maps (sandbox/rebuild.py).
+NODES = (Node, ShownNode)
+RELATIONSHIPS = (Relationship, ShownRelationship)
+PATHS = (Path, ShownPath)
+
+
+def _properties(
+    entity: Node | Relationship | ShownNode | ShownRelationship, shown: PropertiesOf | None
+) -> dict[str, JsonValue]:
     return (shown or all_properties)(owners_of(entity), entity, lambda value: to_json(value, shown))
 
 
-def _node(node: Node, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+def _node(node: Node | ShownNode, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     return {
         TYPE_KEY: "node",
         "elementId": node.element_id,
@@ -56,7 +65,7 @@ def _node(node: Node, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     }
 
 
-def _relationship(rel: Relationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
+def _relationship(rel: Relationship | ShownRelationship, shown: PropertiesOf | None) -> dict[str, JsonValue]:
     start, end = rel.start_node, rel.end_node
     return {
         TYPE_KEY: "relationship",
@@ -143,11 +152,11 @@ def to_json(value: Any, shown: PropertiesOf | None = None) -> JsonValue:
     if isinstance(value, float):
         # JSON has no NaN or infinities; Cypher does.
         return value if math.isfinite(value) else {TYPE_KEY: "float", "value": repr(value)}
-    if isinstance(value, Node):
+    if isinstance(value, NODES):
         return _node(value, shown)
-    if isinstance(value, Relationship):
+    if isinstance(value, RELATIONSHIPS):
         return _relationship(value, shown)
-    if isinstance(value, Path):
+    if isinstance(value, PATHS):
         return {
             TYPE_KEY: "path",
             "nodes": [_node(n, shown) for n in value.nodes],
@@ -185,7 +194,7 @@ def min_size(value: Any, budget: int, withholding: Withholding | None = None) ->
             total += len(item) + 2
         elif isinstance(item, bytes | bytearray):
             total += (len(item) * 4) // 3
-        elif isinstance(item, Node | Relationship):
+        elif isinstance(item, NODES + RELATIONSHIPS):
             shown = withholding.split(owners_of(item), item)[0] if withholding is not None else item
             stack.extend(shown.values())
             total += 2
@@ -193,7 +202,7 @@ def min_size(value: Any, budget: int, withholding: Withholding | None = None) ->
             element = item.get("_value") or {}
             stack.extend(withholding.split(owners_of(item), element.get("_properties") or {})[0].values())
             total += 2
-        elif isinstance(item, Path):
+        elif isinstance(item, PATHS):
             stack.extend(item.nodes)
             stack.extend(item.relationships)
         elif isinstance(item, Mapping):
@@ -212,7 +221,7 @@ class ElementTokens:
     """Neo4j's element ids replaced by tokens that mean something only inside one answer.
 
     Nodes become ``n1``, ``n2`` …, relationships ``r1`` …, in the order they appear in the
-    answer; the same element keeps its token throughout (a relationship's ``startElementId``
+    answer (a map's entries by key); the same element keeps its token throughout (a relationship's ``startElementId``
     is its start node's token, whether or not that node is in the answer). Neo4j allocates
     ids across the whole database and reuses them, so a visible element's id tells how many
     hidden elements were created around it; a token tells nothing beyond the answer.
@@ -255,10 +264,16 @@ class ElementTokens:
                 elif kind == "map":
                     # The wrapper of a user map that has its own "$type" key: its entries are plain values.
                     inner = item.get("value")
-                    stack.extend(reversed(list(inner.values())) if isinstance(inner, dict) else [inner])
+                    stack.extend(reversed(_by_key(inner)) if isinstance(inner, dict) else [inner])
                 else:
-                    stack.extend(reversed(list(item.values())))
+                    stack.extend(reversed(_by_key(item)))
         return value
+
+
+def _by_key(mapping: dict[str, JsonValue]) -> list[JsonValue]:
+    # A map's entries in key order: Neo4j's order of a map's keys differs between a map and keys()
+    # of it, and the tokens must not depend on which of the two the answer was read through.
+    return [mapping[key] for key in sorted(mapping)]
 
 
 def encode(value: JsonValue) -> str:

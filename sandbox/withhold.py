@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Literal, NamedTuple, TypeVar
 
+from sandbox.rebuild import ShownNode, ShownRelationship
 from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import SandboxJob, ScopeCheck, VisibleKeys
 
@@ -52,6 +53,12 @@ def owners_of(element: Any) -> Owners:
     The one reading of "which labels or type": the serializers, the size bound and the removal
     after the result check all ask here.
     """
+    # The projection wrapper's rebuilt elements are dicts of their properties: asked first, so a
+    # property named like a tag never decides their owners.
+    if isinstance(element, ShownNode):
+        return Owners("node", _strings(element.labels))
+    if isinstance(element, ShownRelationship):
+        return Owners("relationship", _strings([element.type]))
     tag = element.get(TYPE_KEY) if isinstance(element, dict) else None
     if tag in _TYPED:  # Neo4j's typed JSON (the Query API's answer)
         value = element.get("_value") or {}
@@ -122,7 +129,7 @@ class Withholding:
         """The first pass: everything hidden but the properties the result check reads."""
         # Every property the result check (sandbox/scope_check.py) reads must survive until it has
         # run: the layers property, every rule's property, every filter's and pin's.
-        return cls.for_job(job, _read_by_the_check(job.scope) if job.scope is not None else [])
+        return cls.for_job(job, read_by_the_check(job.scope) if job.scope is not None else [])
 
     def keys(self, owners: Owners) -> _Keys:
         found = self._by_owners.get(owners)
@@ -149,6 +156,10 @@ class Withholding:
             elif key.lower() in self.keep:
                 held[key] = value
         return shown, held
+
+    def left_behind(self, owners: Owners, key: str) -> bool:
+        """Whether ``key`` of such an element is hidden and not read by the result check: never taken."""
+        return self.keys(owners).hides(key) and key.lower() not in self.keep
 
     def apply(self, value: Any) -> tuple[int, int]:
         """Remove hidden keys from ``value`` in place: (elements of a hiding label or type, keys removed)."""
@@ -179,7 +190,14 @@ def _visible(visible: VisibleKeys, owners: Owners) -> frozenset[str]:
     return frozenset.intersection(*listed) if listed else default
 
 
-def _read_by_the_check(scope: ScopeCheck) -> list[str]:
+def read_by_the_check(scope: ScopeCheck) -> list[str]:
+    """The properties the result check reads: kept for it under hidden properties, withheld after."""
     rules = [*scope.nodes.values(), *scope.relationships.values(), *([scope.default] if scope.default else [])]
-    conditions = [c.property for listed in scope.conditions.values() for c in listed]
-    return [scope.layers_property, *(r.property for r in rules if r.property), *conditions]
+    conditions = [c for listed in scope.conditions.values() for c in listed]
+    rules += [c.rule for c in conditions if c.rule is not None]
+    read = [scope.layers_property, *(c.property for c in conditions if c.property)]
+    while rules:  # composed rules read what their parts read
+        rule = rules.pop()
+        read += [name for name in (rule.property, rule.from_property, rule.to_property) if name]
+        rules += rule.rules
+    return list(dict.fromkeys(read))

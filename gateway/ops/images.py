@@ -179,7 +179,7 @@ def _wheelhouse() -> Path:
     target = cache_dir() / f"wheelhouse-{digest([requirements.read_bytes()])}"
     if (target / ".complete").exists():
         return target
-    _say("downloading the sandbox's wheels (neo4j, httpx) from PyPI ...")
+    _say("downloading the sandbox's wheels (neo4j, httpx, ijson) from PyPI ...")
     shutil.rmtree(target, ignore_errors=True)
     result = subprocess.run(
         [*_pip(), "download", "-q", "--only-binary=:all:", "--python-version", "3.11",

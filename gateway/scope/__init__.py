@@ -35,9 +35,12 @@ from gateway.policy import Policy, ToolName, VisibilityRule
 from gateway.scope.notifications import kept_notifications
 from gateway.scope.passes import PASSES, SCOPERS, run_passes
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates
+from gateway.scope.projection import ShownKeys, new_tag
 from gateway.scope.rules import ToolRules, request_now
+from sandbox.rebuild import TAG_PARAMETER
 from sandbox.scope_check import IDS_PARAMETER
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
+from sandbox.withhold import read_by_the_check
 
 if TYPE_CHECKING:
     from gateway.domain import LayerSwitches, Principal
@@ -77,6 +80,8 @@ def plan(
     rules = ToolRules.of(policy, tool)
     # One instant per request: the rewrite's $__gw_now and the sandbox check's `now` are this text.
     now = request_now() if rules.reads_now else None
+    result_check = _result_check(policy, tool, principal, rules, now) if check_on else None
+    params: dict[str, Any] = {}
     if not rewrite_on:
         cypher = query if isinstance(query, str) else query.text
     elif isinstance(query, str):
@@ -85,13 +90,20 @@ def plan(
         predicates = Predicates(
             settings.layers_property, settings.scope_parameter, tuple(hidden), settings.untagged == "global", rules
         )
-        cypher = run_passes(
-            query, policy=policy, predicates=predicates, max_chars=policy.tool(tool).limits.max_rewritten_chars
+        shown = ShownKeys(
+            policy.hidden_properties.by_owner(),
+            read_by_the_check(result_check) if result_check is not None else (),
+            visible=policy.visible_properties.wire() if policy.visible_properties is not None else None,
         )
-    result_check = _result_check(policy, tool, principal, rules, now) if check_on else None
+        cypher, wrapped = run_passes(
+            query, policy=policy, predicates=predicates, max_chars=policy.tool(tool).limits.max_rewritten_chars,
+            shown=shown,
+        )  # fmt: skip
+        if wrapped:
+            params = {**shown.parameters(), TAG_PARAMETER: new_tag()}
     return ScopePlan(
         cypher=cypher,
-        params=rules.parameters(principal, now),
+        params={**params, **rules.parameters(principal, now)},
         result_check=result_check,
         withhold_error_details=rewrite_on,
         withhold_data_notifications=rewrite_on,

@@ -53,9 +53,7 @@ def keep_agent_columns(
     for node in parsed.walk():
         if isinstance(node, ast.Return):
             for item in node.projection.items:
-                if item.alias is None and any(
-                    isinstance(n, _REWRITTEN) or n in rewritten for n in item.expression.walk()
-                ):
+                if renamed_by_rewrite(item, rewritten):
                     edits.close(item, f" AS {_backticked(column_name(parsed, item))}")
     columns = _Columns(parsed, edits, generated)
     for statement in parsed.statements:
@@ -64,6 +62,14 @@ def keep_agent_columns(
         # Subquery expressions start a query part of their own (their outer variables are imported).
         if isinstance(node, ast.SubqueryExpr) and node.body is not None:
             columns.body(node.body, _Part())
+
+
+def renamed_by_rewrite(item: ast.ReturnItem, rewritten: Container[ast.Node] = frozenset()) -> bool:
+    """An unaliased item whose text the rewrite changes: it gets ``AS`` the agent's column name.
+
+    ``rewritten``: the nodes other than pattern owners whose text the rewrite changes.
+    """
+    return item.alias is None and any(isinstance(n, _REWRITTEN) or n in rewritten for n in item.expression.walk())
 
 
 def _backticked(text: str) -> str:

@@ -46,6 +46,7 @@ from gateway.scope.columns import keep_agent_columns
 from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
+from gateway.scope.projection import ShownKeys, wrap_returns
 from gateway.scope.visible_props import find_unlisted_reads, write_unlisted_reads
 
 # Selectors whose MATCH-level WHERE is applied during the search (legacy shortestPath) or that
@@ -97,7 +98,13 @@ class Context:
     read_wraps: list[tuple[ast.Node, str, str]] = field(default_factory=list)
     read_items: list[tuple[ast.MapProjection, ast.MapProjectionItem, str]] = field(default_factory=list)
     frame: Frame = field(default_factory=Frame)
+    shown: ShownKeys | None = None  # under hidden properties: the keys an element may send
+    wrapped: bool = False  # the final RETURNs project elements to their shown keys
     _counters: dict[str, int] = field(default_factory=dict)
+
+    def rewritten(self) -> set[ast.Node]:
+        """The nodes other than pattern owners whose text the rewrite changes (a column they name gets AS)."""
+        return {node for node, _, _ in self.read_wraps} | {node for node, _, _ in self.read_items}
 
     def fresh(self, kind: str) -> str:
         """A generated name: ``p`` for a path, ``n`` for a node, ``r`` for a relationship."""
@@ -1037,8 +1044,13 @@ def _is_exists_function(node: ast.Node) -> bool:
 
 def keep_columns(ctx: Context) -> None:
     """The agent's columns stay its own: no generated variable in ``*``, no rewritten text as a name."""
-    rewritten = {node for node, _, _ in ctx.read_wraps} | {node for node, _, _ in ctx.read_items}
-    keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated, rewritten)
+    keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated, ctx.rewritten())
+
+
+def project_shown_keys(ctx: Context) -> None:
+    """Under hidden properties, the answer's elements leave Neo4j with their shown keys only (``projection.py``)."""
+    if ctx.shown is not None and ctx.shown.active():
+        ctx.wrapped = wrap_returns(ctx.parsed, ctx.edits, ctx.shown, ctx.rewritten())
 
 
 def refuse_unscoped(ctx: Context) -> None:
@@ -1058,17 +1070,21 @@ PASSES: tuple[Pass, ...] = (
     find_unlisted_reads,
     keep_columns,
     write_unlisted_reads,
+    project_shown_keys,
     refuse_unscoped,
 )
 
 
-def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, max_chars: int) -> str:
-    """The rewritten Cypher of ``parsed``; raises ``QueryRejected`` when it cannot be scoped.
+def run_passes(
+    parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, max_chars: int, shown: ShownKeys | None = None
+) -> tuple[str, bool]:
+    """The rewritten Cypher of ``parsed`` and whether its answer's elements are projected (``shown``);
+    raises ``QueryRejected`` when it cannot be scoped.
 
     ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
     would be longer than ``max_chars`` (checked before the text is built).
     """
-    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed))
+    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed), shown=shown)
     for scope_pass in PASSES:
         scope_pass(ctx)
     size = len(parsed.text) + ctx.edits.inserted_chars()
@@ -1077,4 +1093,4 @@ def run_passes(parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, m
             f"the scoped query would be {size:,} characters long (the visibility predicates add about 230 "
             f"per pattern); the limit is {max_chars:,}: use fewer patterns"
         )
-    return ctx.edits.apply(parsed)
+    return ctx.edits.apply(parsed), ctx.wrapped

@@ -22,6 +22,7 @@ from gateway.scope.rules import ToolRules
 from sandbox import rule_checks, wire
 from sandbox.scope_check import confirm_derived, derived_candidates, filter_rows
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
+from sandbox.withhold import read_by_the_check
 
 RULES_POLICY = Path(__file__).resolve().parents[1] / "policies" / "rules.yaml"
 NOW = "2026-06-01T12:00:00.000000+00:00"
@@ -313,3 +314,14 @@ def test_a_pinned_element_under_a_walk_is_a_candidate_when_its_pin_holds() -> No
         return ["e1", "e2"]  # Neo4j says both walks hold; the pin still decides
 
     assert confirm_derived(rows, scope, {"t1": "e1", "t2": "e2"}, {"taskId": "T-1"}, ask) == frozenset({"t1"})
+
+
+def test_the_keys_a_composed_or_timed_rule_reads_are_kept_for_the_check() -> None:
+    timed = ElementRule(kind="time_valid", from_property="since", to_property="until")
+    edge = ElementRule(kind="time_valid", from_property="a", to_property="b")
+    scope = ScopeCheck(
+        layers_property="layers", layers=["team"],
+        nodes={"Fact": ElementRule(kind="all_of", rules=[ElementRule(kind="equality", property="owner"), timed])},
+        conditions={"Edge": [ElementCondition(rule=edge)]},
+    )  # fmt: skip
+    assert set(read_by_the_check(scope)) == {"layers", "owner", "since", "until", "a", "b"}

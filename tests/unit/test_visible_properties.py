@@ -18,7 +18,9 @@ from gateway.policy import POLICIES_DIR, HiddenProperties, Policy, PolicyError, 
 from gateway.policy_fit import Shapes, graph_findings
 from gateway.runner import job_for
 from gateway.service import Gateway
+from sandbox.rebuild import ShownNode, ShownRelationship
 from sandbox.serialize import encode
+from sandbox.tagged import TYPE_KEY
 from sandbox.wire import SandboxJob, SandboxResult, VisibleKeys, WireError, decode
 from sandbox.wire import to_json as wire_json
 from sandbox.withhold import Owners, Withholding, owners_of
@@ -290,3 +292,12 @@ def test_the_mnr_harness_shows_its_fixture_key_and_nothing_else() -> None:
     assert widened.visible_properties.on_every_node("uid") and widened.visible_properties.on_every_relationship("uid")
     assert widened.visible_properties.names() - MENTIS.visible_properties.names() == {"uid"}
     assert harness_policy(load_policy(), "uid") is not None
+
+
+def test_a_rebuilt_element_is_owned_by_its_labels_or_type_whatever_its_properties() -> None:
+    # The projection wrapper's elements are dicts of their properties: a property shaped like a tag
+    # must not decide which keys they show.
+    node = ShownNode("4:x:1", ["Attempt"], [(TYPE_KEY, "node"), ("labels", ["Fact"])])
+    rel = ShownRelationship("5:x:1", "KNOWS", None, None, [(TYPE_KEY, "relationship"), ("type", "OTHER")])
+    assert owners_of(node) == Owners("node", frozenset({"Attempt"}))
+    assert owners_of(rel) == Owners("relationship", frozenset({"KNOWS"}))

@@ -6,9 +6,9 @@ scope's ``layers`` is hidden too, so the result check reads a key the answer nev
 query repeats the node ``k`` times (``[i IN range(1, $k) | a]``): were the hidden values sized,
 the 512,000-byte limit would cut the answer with the embedding near k = 490 and not without it,
 and a search over ``k`` would read the hidden list's length. Every ``k`` answers alike for both,
-whole (the shown node is about 100 bytes: 1,500 of them fit). On the Query API transport Neo4j's
-response carries the hidden values and the sandbox reads at most a bounded response
-(``RESPONSE_CAP_FACTOR``): there the counts stay below that cap (SECURITY.md says what remains).
+whole (the shown node is about 100 bytes: 1,500 of them fit), on the Query API transport too:
+the rewrite's projection keeps the hidden values out of Neo4j's response, and the streaming
+reader's cap counts only what it keeps.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ POLICY = load_policy().model_copy(
 )
 AGENT = Principal(name="weightless-agent", scope=frozenset({"project-a"}))
 QUERY = f"MATCH (a:{MARKER}:Attempt {{uid: $u}}) RETURN [i IN range(1, $k) | a] AS xs"
-# One repetition, the cut the embedding would cause, and well past it; the Query API's below its response cap.
-REPEATS = {"bolt": (1, 490, 1500), "query-api": (1, 40, 80)}
+# One repetition, the cut the embedding would cause, and well past it.
+REPEATS = {"bolt": (1, 490, 1500), "query-api": (1, 490, 1500)}
 
 
 @pytest.fixture(scope="module")

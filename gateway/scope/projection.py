@@ -1,0 +1,215 @@
+"""Never fetch a hidden value: the answer's nodes and relationships come back as maps of shown keys.
+
+Under hidden properties (either form: the allow-list ``visible_properties`` or the deny-list
+``hidden_properties``) the sandbox leaves hidden keys out of what it converts, but Neo4j would
+still read and send them, and the driver decode them: the answer's time would grow with their
+size. So the query's final ``RETURN`` (each UNION or WHEN branch's, the last NEXT segment's)
+becomes a ``WITH`` of the same items, ordering, skip and limit, followed by two projections::
+
+    … WITH <the agent's items> ORDER BY … LIMIT …
+    WITH [c1, c2] AS __gw_v
+    WITH CASE WHEN valueType(__gw_v) =~ <holds an element or a map> THEN [<each column wrapped>]
+         ELSE __gw_v END AS __gw_v
+    RETURN __gw_v[0] AS c1, __gw_v[1] AS c2
+
+A column that holds no element and no map is passed as it is (the ``valueType`` test). In a
+wrapped column, each node becomes ``{__gw: $__gw_shown, n: elementId, l: labels, p: [[key,
+value], …]}`` holding only the keys ``ShownKeys`` lets through (plus those the result check
+reads), each relationship likewise, and each list, map or path that holds one a marked
+container of its items; ``sandbox/rebuild.py`` turns them back into the elements themselves, so
+the agent's answer is the one it would get without the wrapper. Only the values of shown keys
+are ever read: ``keys()`` names the others without loading them.
+
+The wrapper covers ``DEPTH`` levels of lists, maps and paths inside a column (``[[n]]``,
+``{a: [n]}``, ``collect(p)``, ``collect(nodes(p))``); an element nested deeper (``[[[n]]]``,
+``[[p]]``), a column of ``RETURN *`` and a query that ends in a procedure call are returned as
+they are (fetched, then withheld by the sandbox): SECURITY.md names these shapes.
+
+Ordering and ``DISTINCT`` are the agent's own: they run in the agent's projection, before the
+wrapper, and the two appended projections neither reorder nor group.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Collection, Container, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gateway.cypher import ParsedQuery, ast
+from gateway.scope.columns import column_name, renamed_by_rewrite
+from gateway.scope.edits import Edits, token_at
+from gateway.scope.predicates import GENERATED_PREFIX, quote_name
+from sandbox.rebuild import MARK, TAG_PARAMETER
+from sandbox.wire import VisibleKeys
+
+# How many levels of lists, maps and paths inside a column the wrapper rebuilds.
+DEPTH = 2
+HIDE_PARAMETER = f"{GENERATED_PREFIX}hide"
+KEEP_PARAMETER = f"{GENERATED_PREFIX}keep"
+DEFAULT_PARAMETER = f"{GENERATED_PREFIX}show_default"
+ElementKind = Literal["node", "relationship"]
+_VISIBLE_PARAMETERS: dict[ElementKind, str] = {
+    "node": f"{GENERATED_PREFIX}show_nodes",
+    "relationship": f"{GENERATED_PREFIX}show_rels",
+}
+ROW = f"{GENERATED_PREFIX}row"
+# valueType() names every type a list holds, however nested; a map's values it does not name.
+_HOLDS_ELEMENTS = "'.*(NODE|RELATIONSHIP|PATH|MAP|ANY).*'"
+
+
+@dataclass(frozen=True)
+class ShownKeys:
+    """Which property keys of an element may leave Neo4j: the one place the wrapper asks.
+
+    Two forms, as the policy's (``sandbox/withhold.py`` applies the same rule after the read):
+
+    * the deny-list ``hidden``: label or type -> the keys it hides (compared case-insensitively,
+      as the guard and the sandbox compare them);
+    * the allow-list ``visible`` (``visible_properties``; exact names): a node shows the keys
+      listed for every one of its labels that has an entry, ``default`` when none has; a
+      relationship its type's list, else ``default``.
+
+    ``keep``: hidden keys the result check reads, sent for it and withheld by the sandbox after it.
+    """
+
+    hidden: Mapping[str, Collection[str]] = field(default_factory=dict)
+    keep: Collection[str] = ()
+    visible: VisibleKeys | None = None
+
+    def active(self) -> bool:
+        return self.visible is not None or any(self.hidden.values())
+
+    def condition(self, key: str, owners: str, kind: ElementKind) -> str:
+        """Cypher: ``key`` (a string) may be sent for an element of ``kind`` with ``owners`` (its labels or [type])."""
+        kept = f"toLower({key}) IN ${KEEP_PARAMETER}"
+        if self.visible is not None:
+            lists = f"${_VISIBLE_PARAMETERS[kind]}"
+            listed = f"o IN keys({lists})"
+            shown = (
+                f"CASE WHEN any(o IN {owners} WHERE {listed}) THEN all(o IN {owners} WHERE NOT {listed} OR "
+                f"{key} IN {lists}[o]) ELSE {key} IN ${DEFAULT_PARAMETER} END"
+            )
+            return f"({shown} OR {kept})"
+        lowered = f"toLower({key})"
+        hidden = f"reduce(h = [], o IN {owners} | h + coalesce(${HIDE_PARAMETER}[toLower(o)], []))"
+        return f"(NOT {lowered} IN {hidden} OR {kept})"
+
+    def parameters(self) -> dict[str, object]:
+        keep = sorted({k.lower() for k in self.keep})
+        if self.visible is not None:
+            return {
+                _VISIBLE_PARAMETERS["node"]: {label: list(keys) for label, keys in self.visible.nodes.items()},
+                _VISIBLE_PARAMETERS["relationship"]: {
+                    rel_type: list(keys) for rel_type, keys in self.visible.relationships.items()
+                },
+                DEFAULT_PARAMETER: list(self.visible.default),
+                KEEP_PARAMETER: keep,
+            }
+        hide: dict[str, list[str]] = {}
+        for owner, keys in self.hidden.items():
+            hide.setdefault(owner.lower(), [])
+            hide[owner.lower()] = sorted(set(hide[owner.lower()]) | {k.lower() for k in keys})
+        return {HIDE_PARAMETER: hide, KEEP_PARAMETER: keep}
+
+
+def _properties(value: str, owners: str, kind: ElementKind, shown: ShownKeys, depth: int) -> str:
+    key = f"{GENERATED_PREFIX}k{depth}"
+    return f"[{key} IN keys({value}) WHERE {shown.condition(key, owners, kind)} | [{key}, {value}[{key}]]]"
+
+
+def _marked(fields: str) -> str:
+    return f"{{{MARK}: ${TAG_PARAMETER}, {fields}}}"
+
+
+def wrapped(value: str, shown: ShownKeys, depth: int) -> str:
+    """Cypher: ``value`` (a variable) with its elements projected, ``depth`` levels of containers deep."""
+    node = _marked(
+        f"n: elementId({value}), l: labels({value}), p: {_properties(value, f'labels({value})', 'node', shown, depth)}"
+    )
+    relationship = _marked(
+        f"r: elementId({value}), t: type({value}), s: elementId(startNode({value})), "
+        f"e: elementId(endNode({value})), p: {_properties(value, f'[type({value})]', 'relationship', shown, depth)}"
+    )
+    branches = [
+        f"WHEN {value} IS NULL THEN NULL",
+        f"WHEN {value} IS :: NODE THEN {node}",
+        f"WHEN {value} IS :: RELATIONSHIP THEN {relationship}",
+    ]
+    if depth > 0:
+        item, key = f"{GENERATED_PREFIX}i{depth}", f"{GENERATED_PREFIX}k{depth}"
+        items = (
+            f"CASE WHEN {value} IS :: PATH THEN [{item} IN nodes({value}) + relationships({value}) | [NULL, {item}]] "
+            f"WHEN {value} IS :: MAP THEN [{key} IN keys({value}) | [{key}, {value}[{key}]]] "
+            f"ELSE [{item} IN {value} | [NULL, {item}]] END"
+        )
+        kind = f"CASE WHEN {value} IS :: PATH THEN 'path' WHEN {value} IS :: MAP THEN 'map' ELSE 'list' END"
+        pair = f"{GENERATED_PREFIX}e{depth}"
+        element = f"{GENERATED_PREFIX}x{depth}"
+        container = _marked(
+            f"c: {kind}, i: [{pair} IN {items} | [{pair}[0], "
+            f"[{element} IN [{pair}[1]] | {wrapped(element, shown, depth - 1)}][0]]]"
+        )
+        branches.append(
+            f"WHEN {value} IS :: PATH OR {value} IS :: MAP OR "
+            f"({value} IS :: LIST<ANY> AND valueType({value}) =~ {_HOLDS_ELEMENTS}) THEN {container}"
+        )
+    return f"CASE {' '.join(branches)} ELSE {value} END"
+
+
+def final_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
+    """The single queries whose RETURN is the answer's: every UNION and WHEN branch, NEXT's last segment."""
+    if isinstance(body, ast.SingleQuery):
+        return [body]
+    if isinstance(body, ast.Union):
+        return list(body.queries)
+    if isinstance(body, ast.When):
+        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
+    return final_queries(body.segments[-1])  # NEXT: bracket-bounded depth
+
+
+def wrap_returns(
+    parsed: ParsedQuery, edits: Edits, shown: ShownKeys, rewritten: Container[ast.Node] = frozenset()
+) -> bool:
+    """Record the edits that wrap every final RETURN; False when none could be (nothing to tag)."""
+    done = False
+    for statement in parsed.statements:
+        for query in final_queries(statement.body):
+            last = query.clauses[-1] if query.clauses else None
+            if isinstance(last, ast.Return) and not last.projection.star and last.projection.items:
+                _wrap(parsed, edits, last, shown, rewritten)
+                done = True
+    return done
+
+
+def _wrap(
+    parsed: ParsedQuery, edits: Edits, clause: ast.Return, shown: ShownKeys, rewritten: Container[ast.Node]
+) -> None:
+    keyword = token_at(parsed, clause.start, parsed.text[clause.start : clause.start + 6])
+    edits.replace(keyword, keyword + 6, "WITH")
+    names: list[str] = []
+    for item in clause.projection.items:
+        name = column_name(parsed, item)
+        names.append(name)
+        plain = item.alias is None and not isinstance(ast.unparen(item.expression), ast.Variable)
+        if plain and not renamed_by_rewrite(item, rewritten):
+            edits.close(item, f" AS {_backticked(name)}")
+    columns = ", ".join(_backticked(n) for n in names)
+    row = f"{GENERATED_PREFIX}c"
+    # The trailing 0 and '' make the list's static element type ANY: Neo4j checks function
+    # argument types before it runs, and would refuse elementId() on a column it knows is a list.
+    projected = (
+        f" WITH [{columns}, 0, ''] AS {ROW} WITH CASE WHEN valueType({ROW}) =~ {_HOLDS_ELEMENTS} "
+        f"THEN [{row} IN {ROW}[0..{len(names)}] | {wrapped(row, shown, DEPTH)}] ELSE {ROW} END AS {ROW} RETURN "
+        + ", ".join(f"{ROW}[{index}] AS {_backticked(name)}" for index, name in enumerate(names))
+    )
+    edits.close(clause, projected)
+
+
+def new_tag() -> str:
+    """A fresh tag for one request: the sandbox rebuilds only maps that carry it."""
+    return secrets.token_hex(16)
+
+
+def _backticked(name: str) -> str:
+    return quote_name(name) if name.isidentifier() else "`" + name.replace("`", "``") + "`"
