@@ -50,9 +50,12 @@ CREATE (:NewUserGraph:Entity {uid: 'ent-ada', name: 'Ada', layer_ids: ['team-a']
        (:NewUserGraph:Entity {uid: 'ent-bob', name: 'Bob', layer_ids: ['team-b']}),
        (:NewUserGraph:Entity {uid: 'ent-oslo', name: 'Oslo', layer_ids: []}),
        (:NewUserGraph:Entity {uid: 'ent-eve', name: 'Eve'}),
-       (:NewUserGraph:Fact {uid: 'fact-now', text: 'Ada uses Rust', layer_ids: ['team-a']}),
+       (:NewUserGraph:Fact {uid: 'fact-now', text: 'Ada uses Rust', layer_ids: ['team-a'],
+                            validFrom: datetime('2026-01-01T00:00:00Z')}),
        (:NewUserGraph:Fact {uid: 'fact-old', text: 'Ada uses Perl', layer_ids: ['team-a'],
-                            validTo: datetime('2026-01-01T00:00:00Z')});
+                            validFrom: datetime('2024-01-01T00:00:00Z'), validTo: datetime('2026-01-01T00:00:00Z')});
+MATCH (f:NewUserGraph:Fact), (a:NewUserGraph {uid: 'ent-ada'})
+CREATE (f)-[:ABOUT {uid: 'about-' + f.uid, layer_ids: ['team-a']}]->(a);
 MATCH (a:NewUserGraph {uid: 'ent-ada'}), (b:NewUserGraph {uid: 'ent-bob'})
 CREATE (a)-[:ASSERTS {uid: 'asr-knows', predicate: 'knows', layer_ids: ['team-b']}]->(b);
 MATCH (new:NewUserGraph {uid: 'fact-now'}), (old:NewUserGraph {uid: 'fact-old'})
