@@ -110,8 +110,13 @@ def test_the_guard_corpus_reads_answer_as_neo4j_answers_them(neo4j_driver: Any) 
     for case in allowed_cases():
         if "requires-apoc" in case["tags"] or case["tool"] != "analyze":
             continue
+        policy = policy_for(case)
+        if policy.hides_properties():
+            # Its final RETURN hands elements back as the projection's maps, which the sandbox rebuilds;
+            # test_hidden_properties_never_fetched compares those answers through the sandbox.
+            continue
         try:
-            rewritten = _rewrite(case["query"], case["params"], policy_for(case))
+            rewritten = _rewrite(case["query"], case["params"], policy)
         except QueryRejected:
             continue
         if rewritten == case["query"]:
