@@ -56,6 +56,9 @@ def _rewrite(query: str, params: dict[str, Any], policy: Any = POLICY) -> str:
     return scope.plan(decision.parsed, policy, "analyze", ANYONE).cypher
 
 
+# Hundreds of scenarios, each a graph built, planned and read twice: minutes on two shared cores.
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_the_tck_reads_answer_as_neo4j_answers_them(neo4j_driver: Any) -> None:
     counts: collections.Counter[str] = collections.Counter()
     refused: dict[str, str] = {}
@@ -201,6 +204,8 @@ RULES_REFUSED: dict[str, str] = {}
 
 @pytest.mark.rule_kinds
 @pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_the_tck_reads_answer_as_neo4j_answers_them_under_every_rule_kind(neo4j_driver: Any) -> None:
     counts: collections.Counter[str] = collections.Counter()
     refused: dict[str, str] = {}
