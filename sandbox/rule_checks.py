@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sandbox.tagged import TYPE_KEY
 from sandbox.wire import ElementRule, RuleKind, Untagged
@@ -68,7 +68,7 @@ def _denied(rule: ElementRule, properties: dict[str, Any], ctx: CheckContext) ->
 def check(rule: ElementRule, properties: dict[str, Any], ctx: CheckContext) -> Verdict:
     """``rule``'s verdict on an element's properties (an unknown kind: False)."""
     found = CHECKS.get(rule.kind)
-    return found(rule, properties, ctx) if found is not None else False
+    return found.verdict(rule, properties, ctx) if found is not None else False
 
 
 def _all_of(rule: ElementRule, properties: dict[str, Any], ctx: CheckContext) -> Verdict:
@@ -133,16 +133,46 @@ def _time_valid(rule: ElementRule, properties: dict[str, Any], ctx: CheckContext
     return until is not None and now < until
 
 
-CHECKS: dict[RuleKind, Check] = {
-    "membership": _membership,
-    "equality": _equality,
-    "derived": _derived,
-    "public": _public,
-    "denied": _denied,
-    "all_of": _all_of,
-    "any_of": _any_of,
-    "time_valid": _time_valid,
+def _reads_its_property(rule: ElementRule) -> list[str]:
+    return [rule.property] if rule.property else []
+
+
+def _reads_nothing(rule: ElementRule) -> list[str]:
+    return []  # a derived walk reads the anchor, which Neo4j judges, not this element
+
+
+def _reads_its_parts(rule: ElementRule) -> list[str]:
+    return [name for part in rule.rules for name in reads(part)]
+
+
+def _reads_its_interval(rule: ElementRule) -> list[str]:
+    return [name for name in (rule.from_property, rule.to_property) if name]
+
+
+class KindCheck(NamedTuple):
+    """One rule kind in the sandbox: its verdict, and the element properties that verdict reads
+    (kept for the check under hidden properties, withheld once it has run)."""
+
+    verdict: Check
+    reads: Callable[[ElementRule], list[str]]
+
+
+CHECKS: dict[RuleKind, KindCheck] = {
+    "membership": KindCheck(_membership, _reads_its_property),
+    "equality": KindCheck(_equality, _reads_its_property),
+    "derived": KindCheck(_derived, _reads_nothing),
+    "public": KindCheck(_public, _reads_nothing),
+    "denied": KindCheck(_denied, _reads_nothing),
+    "all_of": KindCheck(_all_of, _reads_its_parts),
+    "any_of": KindCheck(_any_of, _reads_its_parts),
+    "time_valid": KindCheck(_time_valid, _reads_its_interval),
 }
+
+
+def reads(rule: ElementRule) -> list[str]:
+    """The element properties ``rule``'s check reads (an unknown kind reads nothing: it is False)."""
+    found = CHECKS.get(rule.kind)
+    return found.reads(rule) if found is not None else []
 
 
 def now_instant(text: str | None) -> int | None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from sandbox.rebuild import ShownNode, ShownRelationship
+from sandbox.rule_checks import reads
 from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import SandboxJob, ScopeCheck, VisibleKeys
 
@@ -196,8 +197,5 @@ def read_by_the_check(scope: ScopeCheck) -> list[str]:
     conditions = [c for listed in scope.conditions.values() for c in listed]
     rules += [c.rule for c in conditions if c.rule is not None]
     read = [scope.layers_property, *(c.property for c in conditions if c.property)]
-    while rules:  # composed rules read what their parts read
-        rule = rules.pop()
-        read += [name for name in (rule.property, rule.from_property, rule.to_property) if name]
-        rules += rule.rules
+    read += [name for rule in rules for name in reads(rule)]
     return list(dict.fromkeys(read))

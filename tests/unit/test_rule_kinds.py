@@ -325,3 +325,64 @@ def test_the_keys_a_composed_or_timed_rule_reads_are_kept_for_the_check() -> Non
         conditions={"Edge": [ElementCondition(rule=edge)]},
     )  # fmt: skip
     assert set(read_by_the_check(scope)) == {"layers", "owner", "since", "until", "a", "b"}
+
+
+# One rule of each kind, over the properties ``a``, ``b``, ``c``; composed rules hold two kinds each.
+_EVERY_KIND = {
+    "membership": ElementRule(kind="membership", property="a", values=["team"]),
+    "equality": ElementRule(kind="equality", property="a", values=["x"]),
+    "derived": ElementRule(kind="derived"),
+    "public": ElementRule(kind="public"),
+    "denied": ElementRule(kind="denied"),
+    "all_of": ElementRule(
+        kind="all_of",
+        rules=[
+            ElementRule(kind="equality", property="a", values=["x"]),
+            ElementRule(kind="time_valid", from_property="b", to_property="c"),
+        ],
+    ),
+    "any_of": ElementRule(
+        kind="any_of",
+        rules=[
+            ElementRule(kind="equality", property="a", values=["x"]),
+            ElementRule(kind="membership", property="b", values=["team"]),
+        ],
+    ),
+    "time_valid": ElementRule(kind="time_valid", from_property="b", to_property="c"),
+}
+_SOON = {"$type": "datetime", "iso": "2026-06-02T00:00:00Z"}
+_BEFORE = {"$type": "datetime", "iso": "2026-05-01T00:00:00Z"}
+_PROPERTY_SETS = [
+    {"a": "x", "b": _BEFORE, "c": _SOON},
+    {"a": ["team"], "b": ["team"], "c": None},
+    {"a": "y", "b": _SOON},
+    {"a": [], "b": _BEFORE},
+    {},
+]
+
+
+class _Ctx:
+    untagged = "hidden"
+    now = rule_checks.now_instant(NOW)
+
+    def allowed(self, rule: ElementRule) -> frozenset[str]:
+        return frozenset(rule.values)
+
+
+@pytest.mark.parametrize("kind", sorted(_EVERY_KIND))
+def test_a_kind_s_check_reads_only_the_properties_it_declares(kind: str) -> None:
+    # The result check keeps the declared keys under hidden properties: a verdict reading an
+    # undeclared key would see it withheld and judge wrongly (so every kind is in this table).
+    rule = _EVERY_KIND[kind]
+    declared = set(rule_checks.reads(rule))
+    verdicts = set()
+    for properties in _PROPERTY_SETS:
+        verdict = rule_checks.check(rule, properties, _Ctx())
+        verdicts.add(verdict)
+        assert rule_checks.check(rule, {k: v for k, v in properties.items() if k in declared}, _Ctx()) == verdict
+    if declared:  # what it declares it does read: some value set changes its verdict
+        assert len(verdicts) > 1
+
+
+def test_every_kind_is_in_the_reads_table() -> None:
+    assert set(_EVERY_KIND) == set(typing.get_args(wire.RuleKind))
