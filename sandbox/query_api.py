@@ -17,6 +17,7 @@ notifications (they follow the rows, which are not read past the cut).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import ssl
 import time
@@ -30,6 +31,7 @@ from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.query_stream import TooLarge, read_answer
 from sandbox.rebuild import rebuild_typed_row, tag_of
+from sandbox.scope_check import confirm_derived
 from sandbox.serialize import JsonValue, RowCollector
 from sandbox.tagged import TYPE_KEY
 from sandbox.tls import context_or_error, tls_failure
@@ -151,8 +153,6 @@ class QueryApiBackend:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         self.warm_error: SandboxError | None = None
-        # The Query API runs each statement in its own transaction, so a derived rule cannot be
-        # asked about in the job's: every element under one stays hidden in layer 2 (fail closed).
         self.derived_visible: frozenset[str] = frozenset()
         context, self.setup_error = context_or_error(config.tls, config.server_name(), config.tls_ca_file)
         # Our context for https; a plain http URL (tls off) never uses httpx's default.
@@ -205,8 +205,20 @@ class QueryApiBackend:
             raise _Refused(first.get("message", f"HTTP {response.status_code}"), first.get("code"))
         return body
 
+    def _ask(self, job: SandboxJob, statement: str, params: dict[str, Any], cap: int) -> list[Any]:
+        """The first column of a gateway-written query's rows (the result check's derived walks)."""
+        found: list[Any] = []
+
+        def keep(row: list[Any]) -> bool:
+            found.append(from_typed(row[0]))
+            return True
+
+        self._post(dataclasses.replace(job, params=params), statement, cap, keep)
+        return found
+
     def run(self, job: SandboxJob) -> SandboxResult:
         started = time.perf_counter()
+        self.derived_visible = frozenset()
         if self.setup_error is not None:
             return SandboxResult(query_id=job.query_id, ok=False, error=self.setup_error)
         self.client.timeout = httpx.Timeout(job.timeout_seconds)
@@ -228,6 +240,14 @@ class QueryApiBackend:
             body = self._post(
                 job, job.cypher, cap, lambda values: collector.add(rebuild_typed_row(values, tag)), withholding
             )
+            if job.scope is not None:
+                # Layer 2's derived rules: Neo4j decides. The Query API runs one statement per
+                # implicit transaction, so the walk is a second READ request; Neo4j reads committed
+                # data statement by statement in one transaction too, so nothing is lost by it.
+                ids = collector.element_tokens.element_ids()
+                self.derived_visible = confirm_derived(
+                    collector.rows, job.scope, ids, job.params, lambda text, params: self._ask(job, text, params, cap)
+                )
         except _TooLarge:
             return SandboxResult(query_id=job.query_id, ok=True, truncated=True, truncation="bytes",
                                  duration_ms=(time.perf_counter() - started) * 1000)  # fmt: skip
