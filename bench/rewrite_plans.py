@@ -26,9 +26,15 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+# Run as a script, this file's directory comes first on sys.path and bench/mcp.py would shadow
+# the `mcp` package: put the repo root there instead.
+if sys.path and Path(sys.path[0]).resolve() == REPO / "bench":
+    sys.path[0] = str(REPO)
+else:
+    sys.path.insert(0, str(REPO))
 
 from gateway import guard, scope  # noqa: E402
+from gateway.cypher import ast, parse  # noqa: E402
 from gateway.domain import Principal  # noqa: E402
 from gateway.mnr import seed  # noqa: E402
 from gateway.ops import neo4j_local  # noqa: E402
@@ -61,6 +67,30 @@ REPRESENTATIVE: dict[str, str] = {
 CALLER = Principal(name="bench", scope=frozenset({"l1"}), attributes={"repositories": frozenset({"acme/payments"})})
 
 
+def reading_the_representative_keys(policy: Policy) -> Policy:
+    """``policy``, its allow-list also showing by default the keys the representative queries read.
+
+    Under an allow-list a key listed for no label is refused before any rewrite; shown by default
+    (and not on the labels that list others) every read of it still gets its CASE, whose size counts.
+    """
+    visible = policy.visible_properties
+    if visible is None:
+        return policy
+    read = {
+        node.key
+        for text in REPRESENTATIVE.values()
+        for node in parse(text, max_chars=10_000, max_depth=32).walk()
+        if isinstance(node, ast.Property)
+    }
+    widened = visible.model_copy(update={"default": visible.default | read})
+    return policy.model_copy(update={"visible_properties": widened})
+
+
+def shipped_policies() -> list[Policy]:
+    """Every policy in ``policies/``, each reading the representative queries' keys."""
+    return [reading_the_representative_keys(load_policy(path)) for path in sorted(POLICIES_DIR.glob("*.yaml"))]
+
+
 def rewritten(query: str, policy: Policy) -> tuple[str, dict[str, Any]]:
     decision = guard.check(query, {}, "analyze", policy)
     assert decision.allowed and decision.parsed is not None, decision
@@ -68,22 +98,52 @@ def rewritten(query: str, policy: Policy) -> tuple[str, dict[str, Any]]:
     return planned.cypher, planned.params
 
 
-def planning_ms(session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int) -> list[float]:
-    """The median planning time of each query, the queries taken in turn within each round."""
+def planning_ms(
+    session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int, options: list[str] | None = None
+) -> list[float]:
+    """The median planning time of each query (under its ``options``), the queries taken in turn per round."""
     samples: list[list[float]] = [[] for _ in queries]
     for _ in range(rounds):
         for index, (query, params) in enumerate(queries):
+            option = options[index] if options else ""
             started = time.perf_counter()
-            session.run(f"CYPHER replan=force EXPLAIN {query}", params).consume()
+            session.run(f"CYPHER {option} replan=force EXPLAIN {query}".replace("  ", " "), params).consume()
             samples[index].append((time.perf_counter() - started) * 1000)
     return [statistics.median(s) for s in samples]
+
+
+# CYPHER options that change only how Neo4j plans (the policies' ``cypher.query_options`` and a few more).
+PLANNER_OPTIONS = (
+    "planner=dp", "connectComponentsPlanner=greedy", "inferSchemaParts=off", "runtime=interpreted",
+    "expressionEngine=interpreted",
+)  # fmt: skip
+
+
+def anatomy(session: Any, policy: Policy, rounds: int) -> list[dict[str, object]]:
+    """Where one policy's planning time goes: per query, the scoped text planned as the rewrite
+    writes it, without the answer's projection (the same policy hiding no property), and under each
+    planner option; the unscoped query beside them, all in turn within each round."""
+    bare = policy.model_copy(update={"visible_properties": None, "hidden_properties": type(policy.hidden_properties)()})
+    rows: list[dict[str, object]] = []
+    for name, query in REPRESENTATIVE.items():
+        text, params = rewritten(query, policy)
+        plain, plain_params = rewritten(query, bare)
+        variants = {"unscoped": (query, {}), "scoped": (text, params), "no projection": (plain, plain_params)}
+        variants |= {option: (text, params) for option in PLANNER_OPTIONS}
+        options = ["", "", "", *PLANNER_OPTIONS]
+        medians = planning_ms(session, list(variants.values()), rounds, options)
+        row: dict[str, object] = {"policy": policy.name, "query": name, "chars_out": len(text)}
+        row |= {"chars_no_projection": len(plain)}
+        row |= {f"plan_ms {key}": round(ms, 1) for key, ms in zip(variants, medians, strict=True)}
+        rows.append(row)
+        print(f"{name:<28} " + "  ".join(f"{k} {v}" for k, v in row.items() if k.startswith("plan_ms")), flush=True)
+    return rows
 
 
 def texts() -> dict[str, list[Any]]:
     """Every policy's rewritten text of every representative query, keyed ``policy/query``."""
     out: dict[str, list[Any]] = {}
-    for path in sorted(POLICIES_DIR.glob("*.yaml")):
-        policy = load_policy(path)
+    for policy in shipped_policies():
         for name, query in REPRESENTATIVE.items():
             out[f"{policy.name}/{name}"] = list(rewritten(query, policy))
     return out
@@ -98,6 +158,7 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help=f"store the figures in {RESULTS.relative_to(REPO)}")
     ap.add_argument("--texts", type=Path, metavar="FILE", help="write the rewritten texts here and stop")
     ap.add_argument("--baseline", type=Path, metavar="FILE", help="plan these texts (--texts of another tree) too")
+    ap.add_argument("--anatomy", metavar="POLICY", help="where this policy's planning time goes (see anatomy())")
     args = ap.parse_args()
     if args.texts is not None:
         args.texts.write_text(json.dumps(texts(), indent=1) + "\n", encoding="utf-8")
@@ -113,8 +174,14 @@ def main() -> int:
         neo4j.GraphDatabase.driver(connection.uri, auth=auth) as driver,
         driver.session(database=connection.database) as session,
     ):
-        for path in sorted(POLICIES_DIR.glob("*.yaml")):
-            policy = load_policy(path)
+        if args.anatomy:
+            chosen = [p for p in shipped_policies() if p.name == args.anatomy]
+            rows = anatomy(session, chosen[0], args.rounds)
+            rows.append({"load_average_after": [round(x, 1) for x in os.getloadavg()], "rounds": args.rounds})
+            if args.json:
+                print(json.dumps(rows, indent=1))
+            return 0
+        for policy in shipped_policies():
             for name, query in REPRESENTATIVE.items():
                 text, params = rewritten(query, policy)
                 before = baseline.get(f"{policy.name}/{name}")
