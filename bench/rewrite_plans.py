@@ -7,8 +7,11 @@ the median of ``--rounds``), against the unscoped query's. The managed Neo4j (5.
 ``--version``) is started if needed and the Mentis fixture seeded into it.
 
     .venv/bin/python bench/rewrite_plans.py [--rounds 3] [--json] [--write]
+    .venv/bin/python bench/rewrite_plans.py --anatomy mentis --rounds 7 [--json] [--write]
 
-``--write`` stores the figures in ``bench/rewrite-plans-results.json``. Before and after a change
+``--write`` stores the figures in ``bench/rewrite-plans-results.json`` (``--anatomy``: in
+``bench/rewrite-plans-anatomy.json``: one policy's scoped text planned as written, without the
+answer's projection, and under each planner-only ``CYPHER`` option, median and minimum). Before and after a change
 of the rewrite, in one interleaved run: ``--texts FILE`` writes each rewritten text (run it on the
 old tree), ``--baseline FILE`` reads them back and plans them beside the current ones, round by
 round (unscoped, baseline, current), so the machine's load falls on all three alike.
@@ -41,6 +44,7 @@ from gateway.ops import neo4j_local  # noqa: E402
 from gateway.policy import POLICIES_DIR, Policy, load_policy  # noqa: E402
 
 RESULTS = REPO / "bench" / "rewrite-plans-results.json"
+ANATOMY = REPO / "bench" / "rewrite-plans-anatomy.json"
 
 # One query per shape the rewrite writes differently (fixed-length parts with stated and unstated
 # labels, untyped relationships, variable length, shortestPath, OPTIONAL MATCH with a COUNT
@@ -98,10 +102,10 @@ def rewritten(query: str, policy: Policy) -> tuple[str, dict[str, Any]]:
     return planned.cypher, planned.params
 
 
-def planning_ms(
+def planning_samples(
     session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int, options: list[str] | None = None
-) -> list[float]:
-    """The median planning time of each query (under its ``options``), the queries taken in turn per round."""
+) -> list[list[float]]:
+    """Every planning time of each query (under its ``options``), the queries taken in turn within each round."""
     samples: list[list[float]] = [[] for _ in queries]
     for _ in range(rounds):
         for index, (query, params) in enumerate(queries):
@@ -109,7 +113,12 @@ def planning_ms(
             started = time.perf_counter()
             session.run(f"CYPHER {option} replan=force EXPLAIN {query}".replace("  ", " "), params).consume()
             samples[index].append((time.perf_counter() - started) * 1000)
-    return [statistics.median(s) for s in samples]
+    return samples
+
+
+def planning_ms(session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int) -> list[float]:
+    """The median planning time of each query, the queries taken in turn within each round."""
+    return [statistics.median(s) for s in planning_samples(session, queries, rounds)]
 
 
 # CYPHER options that change only how Neo4j plans (the policies' ``cypher.query_options`` and a few more).
@@ -131,12 +140,15 @@ def anatomy(session: Any, policy: Policy, rounds: int) -> list[dict[str, object]
         variants = {"unscoped": (query, {}), "scoped": (text, params), "no projection": (plain, plain_params)}
         variants |= {option: (text, params) for option in PLANNER_OPTIONS}
         options = ["", "", "", *PLANNER_OPTIONS]
-        medians = planning_ms(session, list(variants.values()), rounds, options)
+        # The minimum as well as the median: on a loaded machine the minimum is the steadier figure.
+        samples = planning_samples(session, list(variants.values()), rounds, options)
         row: dict[str, object] = {"policy": policy.name, "query": name, "chars_out": len(text)}
         row |= {"chars_no_projection": len(plain)}
-        row |= {f"plan_ms {key}": round(ms, 1) for key, ms in zip(variants, medians, strict=True)}
+        for key, values in zip(variants, samples, strict=True):
+            row[f"plan_ms {key}"] = [round(statistics.median(values), 1), round(min(values), 1)]
         rows.append(row)
-        print(f"{name:<28} " + "  ".join(f"{k} {v}" for k, v in row.items() if k.startswith("plan_ms")), flush=True)
+        line = "  ".join(f"{k} {v}" for k, v in row.items() if k.startswith("plan_ms"))
+        print(f"{name:<28} {line}", file=sys.stderr, flush=True)
     return rows
 
 
@@ -158,7 +170,9 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help=f"store the figures in {RESULTS.relative_to(REPO)}")
     ap.add_argument("--texts", type=Path, metavar="FILE", help="write the rewritten texts here and stop")
     ap.add_argument("--baseline", type=Path, metavar="FILE", help="plan these texts (--texts of another tree) too")
-    ap.add_argument("--anatomy", metavar="POLICY", help="where this policy's planning time goes (see anatomy())")
+    ap.add_argument(
+        "--anatomy", metavar="POLICY", help=f"where this policy's planning time goes ({ANATOMY.relative_to(REPO)})"
+    )
     args = ap.parse_args()
     if args.texts is not None:
         args.texts.write_text(json.dumps(texts(), indent=1) + "\n", encoding="utf-8")
@@ -178,6 +192,8 @@ def main() -> int:
             chosen = [p for p in shipped_policies() if p.name == args.anatomy]
             rows = anatomy(session, chosen[0], args.rounds)
             rows.append({"load_average_after": [round(x, 1) for x in os.getloadavg()], "rounds": args.rounds})
+            if args.write:
+                ANATOMY.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
             if args.json:
                 print(json.dumps(rows, indent=1))
             return 0
