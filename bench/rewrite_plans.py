@@ -7,8 +7,11 @@ the median of ``--rounds``), against the unscoped query's. The managed Neo4j (5.
 ``--version``) is started if needed and the Mentis fixture seeded into it.
 
     .venv/bin/python bench/rewrite_plans.py [--rounds 3] [--json] [--write]
+    .venv/bin/python bench/rewrite_plans.py --anatomy mentis --rounds 7 [--json] [--write]
 
-``--write`` stores the figures in ``bench/rewrite-plans-results.json``. Before and after a change
+``--write`` stores the figures in ``bench/rewrite-plans-results.json`` (``--anatomy``: in
+``bench/rewrite-plans-anatomy.json``: one policy's scoped text planned as written, without the
+answer's projection, and under each planner-only ``CYPHER`` option, median and minimum). Before and after a change
 of the rewrite, in one interleaved run: ``--texts FILE`` writes each rewritten text (run it on the
 old tree), ``--baseline FILE`` reads them back and plans them beside the current ones, round by
 round (unscoped, baseline, current), so the machine's load falls on all three alike.
@@ -26,15 +29,22 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+# Run as a script, this file's directory comes first on sys.path and bench/mcp.py would shadow
+# the `mcp` package: put the repo root there instead.
+if sys.path and Path(sys.path[0]).resolve() == REPO / "bench":
+    sys.path[0] = str(REPO)
+else:
+    sys.path.insert(0, str(REPO))
 
 from gateway import guard, scope  # noqa: E402
+from gateway.cypher import ast, parse  # noqa: E402
 from gateway.domain import Principal  # noqa: E402
 from gateway.mnr import seed  # noqa: E402
 from gateway.ops import neo4j_local  # noqa: E402
 from gateway.policy import POLICIES_DIR, Policy, load_policy  # noqa: E402
 
 RESULTS = REPO / "bench" / "rewrite-plans-results.json"
+ANATOMY = REPO / "bench" / "rewrite-plans-anatomy.json"
 
 # One query per shape the rewrite writes differently (fixed-length parts with stated and unstated
 # labels, untyped relationships, variable length, shortestPath, OPTIONAL MATCH with a COUNT
@@ -61,6 +71,30 @@ REPRESENTATIVE: dict[str, str] = {
 CALLER = Principal(name="bench", scope=frozenset({"l1"}), attributes={"repositories": frozenset({"acme/payments"})})
 
 
+def reading_the_representative_keys(policy: Policy) -> Policy:
+    """``policy``, its allow-list also showing by default the keys the representative queries read.
+
+    Under an allow-list a key listed for no label is refused before any rewrite; shown by default
+    (and not on the labels that list others) every read of it still gets its CASE, whose size counts.
+    """
+    visible = policy.visible_properties
+    if visible is None:
+        return policy
+    read = {
+        node.key
+        for text in REPRESENTATIVE.values()
+        for node in parse(text, max_chars=10_000, max_depth=32).walk()
+        if isinstance(node, ast.Property)
+    }
+    widened = visible.model_copy(update={"default": visible.default | read})
+    return policy.model_copy(update={"visible_properties": widened})
+
+
+def shipped_policies() -> list[Policy]:
+    """Every policy in ``policies/``, each reading the representative queries' keys."""
+    return [reading_the_representative_keys(load_policy(path)) for path in sorted(POLICIES_DIR.glob("*.yaml"))]
+
+
 def rewritten(query: str, policy: Policy) -> tuple[str, dict[str, Any]]:
     decision = guard.check(query, {}, "analyze", policy)
     assert decision.allowed and decision.parsed is not None, decision
@@ -68,22 +102,60 @@ def rewritten(query: str, policy: Policy) -> tuple[str, dict[str, Any]]:
     return planned.cypher, planned.params
 
 
-def planning_ms(session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int) -> list[float]:
-    """The median planning time of each query, the queries taken in turn within each round."""
+def planning_samples(
+    session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int, options: list[str] | None = None
+) -> list[list[float]]:
+    """Every planning time of each query (under its ``options``), the queries taken in turn within each round."""
     samples: list[list[float]] = [[] for _ in queries]
     for _ in range(rounds):
         for index, (query, params) in enumerate(queries):
+            option = options[index] if options else ""
             started = time.perf_counter()
-            session.run(f"CYPHER replan=force EXPLAIN {query}", params).consume()
+            session.run(f"CYPHER {option} replan=force EXPLAIN {query}".replace("  ", " "), params).consume()
             samples[index].append((time.perf_counter() - started) * 1000)
-    return [statistics.median(s) for s in samples]
+    return samples
+
+
+def planning_ms(session: Any, queries: list[tuple[str, dict[str, Any]]], rounds: int) -> list[float]:
+    """The median planning time of each query, the queries taken in turn within each round."""
+    return [statistics.median(s) for s in planning_samples(session, queries, rounds)]
+
+
+# CYPHER options that change only how Neo4j plans (the policies' ``cypher.query_options`` and a few more).
+PLANNER_OPTIONS = (
+    "planner=dp", "connectComponentsPlanner=greedy", "inferSchemaParts=off", "runtime=interpreted",
+    "expressionEngine=interpreted",
+)  # fmt: skip
+
+
+def anatomy(session: Any, policy: Policy, rounds: int) -> list[dict[str, object]]:
+    """Where one policy's planning time goes: per query, the scoped text planned as the rewrite
+    writes it, without the answer's projection (the same policy hiding no property), and under each
+    planner option; the unscoped query beside them, all in turn within each round."""
+    bare = policy.model_copy(update={"visible_properties": None, "hidden_properties": type(policy.hidden_properties)()})
+    rows: list[dict[str, object]] = []
+    for name, query in REPRESENTATIVE.items():
+        text, params = rewritten(query, policy)
+        plain, plain_params = rewritten(query, bare)
+        variants = {"unscoped": (query, {}), "scoped": (text, params), "no projection": (plain, plain_params)}
+        variants |= {option: (text, params) for option in PLANNER_OPTIONS}
+        options = ["", "", "", *PLANNER_OPTIONS]
+        # The minimum as well as the median: on a loaded machine the minimum is the steadier figure.
+        samples = planning_samples(session, list(variants.values()), rounds, options)
+        row: dict[str, object] = {"policy": policy.name, "query": name, "chars_out": len(text)}
+        row |= {"chars_no_projection": len(plain)}
+        for key, values in zip(variants, samples, strict=True):
+            row[f"plan_ms {key}"] = [round(statistics.median(values), 1), round(min(values), 1)]
+        rows.append(row)
+        line = "  ".join(f"{k} {v}" for k, v in row.items() if k.startswith("plan_ms"))
+        print(f"{name:<28} {line}", file=sys.stderr, flush=True)
+    return rows
 
 
 def texts() -> dict[str, list[Any]]:
     """Every policy's rewritten text of every representative query, keyed ``policy/query``."""
     out: dict[str, list[Any]] = {}
-    for path in sorted(POLICIES_DIR.glob("*.yaml")):
-        policy = load_policy(path)
+    for policy in shipped_policies():
         for name, query in REPRESENTATIVE.items():
             out[f"{policy.name}/{name}"] = list(rewritten(query, policy))
     return out
@@ -98,6 +170,9 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help=f"store the figures in {RESULTS.relative_to(REPO)}")
     ap.add_argument("--texts", type=Path, metavar="FILE", help="write the rewritten texts here and stop")
     ap.add_argument("--baseline", type=Path, metavar="FILE", help="plan these texts (--texts of another tree) too")
+    ap.add_argument(
+        "--anatomy", metavar="POLICY", help=f"where this policy's planning time goes ({ANATOMY.relative_to(REPO)})"
+    )
     args = ap.parse_args()
     if args.texts is not None:
         args.texts.write_text(json.dumps(texts(), indent=1) + "\n", encoding="utf-8")
@@ -113,8 +188,16 @@ def main() -> int:
         neo4j.GraphDatabase.driver(connection.uri, auth=auth) as driver,
         driver.session(database=connection.database) as session,
     ):
-        for path in sorted(POLICIES_DIR.glob("*.yaml")):
-            policy = load_policy(path)
+        if args.anatomy:
+            chosen = [p for p in shipped_policies() if p.name == args.anatomy]
+            rows = anatomy(session, chosen[0], args.rounds)
+            rows.append({"load_average_after": [round(x, 1) for x in os.getloadavg()], "rounds": args.rounds})
+            if args.write:
+                ANATOMY.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+            if args.json:
+                print(json.dumps(rows, indent=1))
+            return 0
+        for policy in shipped_policies():
             for name, query in REPRESENTATIVE.items():
                 text, params = rewritten(query, policy)
                 before = baseline.get(f"{policy.name}/{name}")

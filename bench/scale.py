@@ -392,6 +392,34 @@ def db_hits(driver: Any, cypher: str, params: dict[str, Any]) -> int:
     return total(summary.profile)
 
 
+def planning_ms(driver: Any, variants: list[Variant], rounds: int) -> dict[str, float]:
+    """Median time Neo4j takes to plan each variant (``replan=force EXPLAIN``: no plan cache), taken in turn."""
+    samples: dict[str, list[float]] = {v.name: [] for v in variants}
+    with driver.session(default_access_mode=neo4j.READ_ACCESS) as session:
+        for _ in range(rounds):
+            for v in variants:
+                started = time.perf_counter()
+                session.run(f"{LANGUAGE}replan=force EXPLAIN {v.cypher}", v.params).consume()
+                samples[v.name].append((time.perf_counter() - started) * 1000)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def plans(driver: Any, case: PolicyCase, policy: Policy, agent: dict[str, Any], rounds: int) -> dict[str, Any]:
+    """Planning time and text size of every query, unscoped and scoped (narrow, wide): no query runs.
+
+    Every text is planned twice first, uncounted: a freshly started server plans several times
+    slower until its JIT has compiled the planner."""
+    out: dict[str, Any] = {}
+    every = {q.name: variants_for(q, policy, case, q.params(agent)) for q in QUERIES}
+    planning_ms(driver, [v for variants in every.values() for v in variants], 2)
+    for query in QUERIES:
+        variants = every[query.name]
+        ms = planning_ms(driver, variants, rounds)
+        out[query.name] = {v.name: {"plan_ms": ms[v.name], "chars": len(v.cypher)} for v in variants}
+        say(f"  plan {query.name}: " + ", ".join(f"{v.name} {ms[v.name]:.1f} ms" for v in variants))
+    return out
+
+
 @dataclass
 class Variant:
     name: str  # unscoped, narrow, wide
@@ -507,7 +535,9 @@ def _commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int, only: list[str] | None) -> dict[str, Any]:
+def run_size(
+    size: str, line_name: str, port: int, reps: int, e2e_n: int, only: list[str] | None, plan_only: int = 0
+) -> dict[str, Any]:
     elements = SIZES[size]
     graph: Graph | None = None
 
@@ -539,6 +569,13 @@ def run_size(size: str, line_name: str, port: int, reps: int, e2e_n: int, only: 
                     say(f"policy {case.name}: {message}")
                     result["policies"][case.name] = {"skipped": message}
                     continue
+                if plan_only:
+                    say(f"policy {case.name}, {size}: planning time only, {plan_only} rounds")
+                    result["policies"][case.name] = {
+                        "plans": plans(driver, case, policy, agent, plan_only), "rounds": plan_only,
+                        "commit": _commit(), "load": os.getloadavg(),
+                    }  # fmt: skip
+                    continue
                 say(f"policy {case.name}, {size}: {len(QUERIES)} queries x (unscoped, narrow, wide), {reps} reps")
                 queries = {q.name: measure(driver, q, case, policy, agent, reps) for q in QUERIES}
                 # Which checkout and how loaded the machine was, per policy: a run of one policy
@@ -560,6 +597,18 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
 
+def _plan_table(entries: dict[str, Any]) -> str:
+    rows = ["| query | chars unscoped / narrow | plan ms unscoped | narrow (x) | wide (x) |", "|---|---|---|---|---|"]
+    for name, q in entries.items():
+        u, n, w = q["unscoped"], q["narrow"], q["wide"]
+        rows.append(
+            f"| {name} | {u['chars']:,} / {n['chars']:,} | {u['plan_ms']:.1f} "
+            f"| {n['plan_ms']:.1f} ({_ratio(n['plan_ms'], u['plan_ms'])}) "
+            f"| {w['plan_ms']:.1f} ({_ratio(w['plan_ms'], u['plan_ms'])}) |"
+        )
+    return "\n".join(rows)
+
+
 def tables(results: dict[str, Any]) -> str:
     """Markdown: per label, size and policy, every query's unscoped and scoped figures and ratios."""
     out: list[str] = []
@@ -569,6 +618,9 @@ def tables(results: dict[str, Any]) -> str:
                 out.append(f"\n**{label}, {run['elements']:,} elements, Neo4j {run['neo4j']}, policy {policy}**\n")
                 if "skipped" in entry:
                     out.append(entry["skipped"])
+                    continue
+                if "plans" in entry:
+                    out.append(_plan_table(entry["plans"]))
                     continue
                 out.append(
                     "| query | unscoped db hits | p50 ms | narrow db hits (x) | p50 ms (x) | wide db hits (x) "
@@ -634,6 +686,10 @@ def main() -> int:
     parser.add_argument("--e2e", type=int, default=15, help="end-to-end calls per query (0: skip)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="JSON results (merged with what it holds)")
     parser.add_argument("--table", action="store_true", help="print the Markdown tables of --out and exit")
+    parser.add_argument(
+        "--plan-only", type=int, default=0, metavar="ROUNDS",
+        help="measure only Neo4j's planning time (median of ROUNDS replan=force EXPLAIN), stored under the label",
+    )  # fmt: skip
     args = parser.parse_args()
     results: dict[str, Any] = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
     if args.table:
@@ -642,7 +698,8 @@ def main() -> int:
     line_name = line_for(args.version).name
     for size in args.size or ["100k"]:
         reps = args.reps or (15 if size == "100k" else 7)
-        run = run_size(size, line_name, args.port or BOLT_PORTS[line_name], reps, args.e2e, args.policy)
+        port = args.port or BOLT_PORTS[line_name]
+        run = run_size(size, line_name, port, reps, args.e2e, args.policy, args.plan_only)
         # 5.26 (the default line) under the size alone, so before/after and growth read one key.
         key = size if line_name == "5.26" else f"{size}-{line_name}"
         stored = results.setdefault("runs", {}).setdefault(args.label, {})

@@ -6,35 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from bench.rewrite_plans import CALLER, REPRESENTATIVE, rewritten
-from gateway.cypher import ast, parse
+from bench.rewrite_plans import CALLER, REPRESENTATIVE, reading_the_representative_keys, rewritten
 from gateway.guard import parse_query
 from gateway.policy import POLICIES_DIR, Policy, load_policy
 from gateway.scope.projection import DEPTH, ShownKeys, final_queries, wrapped
 from sandbox.wire import VisibleKeys
 
-
-def _reading_the_representative_keys(policy: Policy) -> Policy:
-    """``policy``, its allow-list also showing by default the keys the representative queries read.
-
-    Under an allow-list a key listed for no label is refused before any rewrite; shown by default
-    (and not on the labels that list others) every read of it still gets its CASE, whose size counts.
-    """
-    visible = policy.visible_properties
-    if visible is None:
-        return policy
-    read = {
-        node.key
-        for text in REPRESENTATIVE.values()
-        for node in parse(text, max_chars=10_000, max_depth=32).walk()
-        if isinstance(node, ast.Property)
-    }
-    widened = visible.model_copy(update={"default": visible.default | read})
-    return policy.model_copy(update={"visible_properties": widened})
-
-
 POLICIES = {
-    path.stem: _reading_the_representative_keys(load_policy(path)) for path in sorted(POLICIES_DIR.glob("*.yaml"))
+    path.stem: reading_the_representative_keys(load_policy(path)) for path in sorted(POLICIES_DIR.glob("*.yaml"))
 }
 # What a policy's rules add per element does not depend on the agent's text. The largest is
 # mindreader's: its time-valid filters on Fact and ASSERTS (a node is held to every filter name it
