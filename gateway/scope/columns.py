@@ -5,7 +5,9 @@ Two things the rewrite adds could reach the result:
 * the generated variables (``__gw_p1 = (a)-->(b)``, ``(__gw_n1)``, ``-[__gw_r1]->``): ``RETURN *`` and ``WITH *`` would
   carry them as extra columns, group and deduplicate by them, and send them through UNION and
   COLLECT. A ``*`` that would see one is replaced by the agent's own variables it stands for,
-  in the order Neo4j gives them (sorted by name, before the listed items);
+  in the order Neo4j gives them (sorted by name, before the listed items, leaving out a name
+  also listed). Under hidden properties a final ``RETURN *`` is spelt out the same way even
+  when nothing is generated, so the projection wrapper (``projection.py``) names its columns;
 * the rewritten text of an unaliased projection: Neo4j names such a column by the expression's
   source text (a variable and a map projection by the variable's name), so
   ``RETURN COUNT { (a)-->() }`` would come back under the rewritten text. Such an item gets

@@ -20,10 +20,14 @@ container of its items; ``sandbox/rebuild.py`` turns them back into the elements
 the agent's answer is the one it would get without the wrapper. Only the values of shown keys
 are ever read: ``keys()`` names the others without loading them.
 
-The wrapper covers ``DEPTH`` levels of lists, maps and paths inside a column (``[[n]]``,
-``{a: [n]}``, ``collect(p)``, ``collect(nodes(p))``); an element nested deeper (``[[[n]]]``,
-``[[p]]``), a column of ``RETURN *`` and a query that ends in a procedure call are returned as
-they are (fetched, then withheld by the sandbox): SECURITY.md names these shapes.
+The wrapper covers ``DEPTH`` levels of lists, maps and paths inside a column (``[[[n]]]``,
+``{a: [[p]]}``, ``collect(nodes(p))``). Cypher has no recursion, so below them a value that may
+still hold an element (``valueType()`` names every type a list holds; maps are opened
+``LOOKAHEAD`` more levels) becomes ``{__gw: tag, deep: true}``: Neo4j sends the marker, not the
+value, and the sandbox refuses the job (rule ``sandbox.too_deep``). Nested lists of plain values
+are passed at any depth. A final ``RETURN *`` is spelt out first (``columns.py``), so its
+columns are wrapped like any other; a query cannot end in a procedure call under scope (the
+rewrite refuses every one).
 
 Ordering and ``DISTINCT`` are the agent's own: they run in the agent's projection, before the
 wrapper, and the two appended projections neither reorder nor group.

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gateway import scope
 from gateway.domain import Principal
 from gateway.guard import parse_query
 from gateway.policy import POLICIES_DIR, load_policy
-import pytest
-
 from gateway.scope.projection import DEFAULT_PARAMETER, HIDE_PARAMETER, KEEP_PARAMETER, ShownKeys
 from sandbox.rebuild import TAG_PARAMETER, TooDeep, rebuild, rebuild_typed
 from sandbox.wire import VisibleKeys
@@ -67,7 +67,8 @@ def test_the_marker_past_the_wrappers_levels_refuses_on_both_transports() -> Non
     tag = "t" * 32
     with pytest.raises(TooDeep):
         rebuild({"__gw": tag, "c": "list", "i": [[None, {"__gw": tag, "deep": True}]]}, tag)
-    typed = {"$type": "Map", "_value": {"__gw": {"$type": "String", "_value": tag}, "deep": {"$type": "Boolean", "_value": True}}}
+    marker = {"__gw": {"$type": "String", "_value": tag}, "deep": {"$type": "Boolean", "_value": True}}
+    typed = {"$type": "Map", "_value": marker}
     with pytest.raises(TooDeep):
         rebuild_typed(typed, tag)
     # A map the agent built is never taken for the marker: only the job's own tag is.

@@ -117,7 +117,8 @@ COVERED = [
     ("RETURN DISTINCT * over generated", f"MATCH (a:{M}:Attempt)-->() RETURN DISTINCT * ORDER BY a.uid"),
     (
         "RETURN * in UNION",
-        f"MATCH (x:{M}:Attempt {{uid: 'att-1'}}) WITH x, 0 AS n RETURN * UNION MATCH (x:{M}:Fact) WITH x, 1 AS n RETURN *",
+        f"MATCH (x:{M}:Attempt {{uid: 'att-1'}}) WITH x, 0 AS n RETURN * "
+        f"UNION MATCH (x:{M}:Fact) WITH x, 1 AS n RETURN *",
     ),
     (
         "RETURN * after CALL",
@@ -228,7 +229,9 @@ def test_shapes_past_the_wrapper_are_never_sent(
 
 @pytest.mark.parametrize("form", sorted(POLICIES))
 @pytest.mark.parametrize("transport", ["bolt", "query-api"])
-def test_shapes_past_the_wrapper_are_refused(request: pytest.FixtureRequest, graph: str, transport: str, form: str) -> None:
+def test_shapes_past_the_wrapper_are_refused(
+    request: pytest.FixtureRequest, graph: str, transport: str, form: str
+) -> None:
     runner = request.getfixturevalue("sandbox_runner" if transport == "bolt" else "query_api_runner")
     gateway = Gateway(POLICIES[form], runner)
     for name, query in REFUSED:
