@@ -911,7 +911,7 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
     bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
     bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
     for body in bodies:
-        for query in _single_queries(body):
+        for query in ast.single_queries(body):
             bound: set[str] = set()
             for clause in query.clauses:
                 if isinstance(clause, ast.Match):
@@ -926,16 +926,6 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
                 elif isinstance(clause, ast.Unwind):
                     bound.add(clause.variable.name)
     return out
-
-
-def _single_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
-    if isinstance(body, ast.SingleQuery):
-        return [body]
-    if isinstance(body, ast.Union):
-        return list(body.queries)
-    if isinstance(body, ast.When):
-        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
-    return [query for segment in body.segments for query in _single_queries(segment)]  # bracket-bounded depth
 
 
 def _variable(expr: ast.Expr) -> str | None:

@@ -190,13 +190,7 @@ def _may_hold_elements(value: str, depth: int) -> str:
 
 def final_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
     """The single queries whose RETURN is the answer's: every UNION and WHEN branch, NEXT's last segment."""
-    if isinstance(body, ast.SingleQuery):
-        return [body]
-    if isinstance(body, ast.Union):
-        return list(body.queries)
-    if isinstance(body, ast.When):
-        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
-    return final_queries(body.segments[-1])  # NEXT: bracket-bounded depth
+    return ast.single_queries(body, answer_only=True)
 
 
 def final_returns(parsed: ParsedQuery) -> list[ast.Return]:
