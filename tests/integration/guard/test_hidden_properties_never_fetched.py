@@ -18,7 +18,7 @@ that shows the same keys; and the shipped Mentis policy's allow-list, whose Atte
 ``RETURN *`` is spelt out as the columns it stands for, so it is wrapped like any RETURN (UNION
 branches, CALL subqueries and the rewrite's own variables included; the columns are Neo4j's own).
 An element nested deeper than the wrapper rebuilds (four containers deep, ``collect`` of lists of
-paths, a ``reduce`` that nests) is refused (``sandbox.too_deep``) and never sent; nested lists and
+lists of paths, a ``reduce`` that nests) is refused (``sandbox.too_deep``) and never sent; nested lists and
 maps of plain values are not refused. A query ending in a procedure call never runs under scope
 (``scope.unsupported``), whichever procedures the policy allows.
 """
@@ -131,7 +131,7 @@ REFUSED = [
     ("four containers deep", f"MATCH (a:{M}:Attempt {{uid: 'att-1'}}) RETURN [[[[a]]]] AS xs"),
     (
         "collect of lists of paths",
-        f"MATCH p = (a:{M}:Attempt)-[:KNOWS]->() WITH a, collect([p]) AS ps RETURN a.uid, collect(ps) AS x",
+        f"MATCH p = (a:{M}:Attempt)-[:KNOWS]->() WITH p ORDER BY a.uid RETURN collect([[p]]) AS x",
     ),
     ("reduce that nests", f"MATCH (a:{M}:Attempt) RETURN reduce(x = [a, 1], i IN range(1, 5) | [x, 1]) AS x"),
     # An element in maps nested past the look-ahead (plain values there are refused alike).
