@@ -240,6 +240,14 @@ SANDBOX_EXPLAIN = Rule(
     "sandbox",
 )
 
+SANDBOX_TOO_DEEP = Rule(
+    "sandbox.too_deep",
+    "Under hidden properties, an answer's nodes, relationships and paths leave Neo4j projected to the keys they "
+    "may show, down to three levels of lists, maps or paths within a column; a value deeper than that which may "
+    "hold one is refused rather than fetched (lists of plain values may nest to any depth).",
+    "sandbox",
+)
+
 CATALOGUE: tuple[Rule, ...] = (
     INPUT_INVALID,
     INPUT_PARAMS_TOO_LARGE,
@@ -280,5 +288,6 @@ CATALOGUE: tuple[Rule, ...] = (
     SCOPE_WIDER,
     SCOPE_UNAPPLIABLE,
     SANDBOX_EXPLAIN,
+    SANDBOX_TOO_DEEP,
 )
 """Every rule, in the order a request meets them."""

@@ -49,7 +49,8 @@ Errors that never leave their module are not part of the tree: the runner's
 ``RegexUnreadable`` (a pattern it cannot bound: refused as a rule), doctor's ``_Failed`` and the
 egress probe's ``ProbeFailed``, OAuth's ``TokenRefused`` (a 401 with its reason), the sandbox's ``ExplainRejected``
 (sent back as an ``explain_rejected`` result, which the runner turns into
-``QueryRejected``, rule sandbox.explain) and its Query API client's private
+``QueryRejected``, rule sandbox.explain), ``TooDeep`` (likewise ``too_deep``, rule
+sandbox.too_deep) and its Query API client's private
 ones, and the must-not-retrieve tool's own ``SuiteError``, ``SeedError`` and
 ``MnrCaseFailed``.
 """

@@ -29,7 +29,7 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
-from sandbox.rebuild import rebuild_row, tag_of
+from sandbox.rebuild import TooDeep, rebuild_row, tag_of
 from sandbox.scope_check import confirm_derived
 from sandbox.serialize import RowCollector
 from sandbox.shim import Shim
@@ -166,6 +166,8 @@ def classify(exc: BaseException) -> SandboxError:
         return dataclasses.replace(refused, from_original=refused.code == "neo4j_refused")
     if isinstance(exc, ExplainRejected):
         return SandboxError(code="explain_rejected", message=str(exc))
+    if isinstance(exc, TooDeep):
+        return SandboxError(code="too_deep", message=str(exc))
     if isinstance(exc, AuthError):
         return SandboxError(code="unavailable", message="Neo4j rejected the sandbox's credentials",
                             neo4j_code=getattr(exc, "code", None))  # fmt: skip

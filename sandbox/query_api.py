@@ -30,7 +30,7 @@ import ijson
 from sandbox.config import SandboxConfig
 from sandbox.explain import ExplainRejected, check_plan, check_query_type
 from sandbox.query_stream import TooLarge, read_answer
-from sandbox.rebuild import rebuild_typed_row, tag_of
+from sandbox.rebuild import TooDeep, rebuild_typed_row, tag_of
 from sandbox.scope_check import confirm_derived
 from sandbox.serialize import JsonValue, RowCollector
 from sandbox.tagged import TYPE_KEY
@@ -253,6 +253,8 @@ class QueryApiBackend:
                                  duration_ms=(time.perf_counter() - started) * 1000)  # fmt: skip
         except ExplainRejected as exc:
             return failure(job.query_id, "explain_rejected", str(exc))
+        except TooDeep as exc:
+            return failure(job.query_id, "too_deep", str(exc))
         except _Refused as exc:
             code: SandboxErrorCode = "timeout" if exc.code and "TimedOut" in exc.code else "neo4j_refused"
             return failure(job.query_id, code, exc.message, exc.code)

@@ -9,7 +9,9 @@ map can never carry it) and take one of three forms:
 * a node: ``{__gw: tag, n: elementId, l: labels, p: [[key, value], …]}``;
 * a relationship: ``{__gw: tag, r: elementId, t: type, s: start's elementId, e: end's, p: […]}``;
 * a container that holds one: ``{__gw: tag, c: 'list' | 'map' | 'path', i: [[key, value], …]}``
-  (a path's items are its nodes, then its relationships).
+  (a path's items are its nodes, then its relationships);
+* ``{__gw: tag, deep: true}``: a value nested past the levels the wrapper rebuilds that may hold
+  an element; it was not sent, and the job is refused (``TooDeep``, rule sandbox.too_deep).
 
 This module turns them back into what the driver (Bolt) or Neo4j's typed JSON (Query API)
 would have given for the element itself, so every later step (the byte budget, the conversion,
@@ -27,6 +29,19 @@ from typing import Any
 # The parameter that carries the job's tag; the rewrite sets it, the guard refuses it from callers.
 TAG_PARAMETER = "__gw_shown"
 MARK = "__gw"
+# The marker's key for a value nested past the levels the wrapper rebuilds that may hold an element.
+TOO_DEEP = "deep"
+
+
+class TooDeep(Exception):
+    """The answer holds a value the wrapper could not project: refused, its hidden values never fetched."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "under this policy's hidden properties, nodes, relationships and paths are returned at most "
+            "three levels of lists, maps or paths deep within a column (maps two levels deeper still are "
+            "looked into); return the nested elements in a shallower column"
+        )
 
 
 class ShownNode(dict[str, Any]):
@@ -74,6 +89,8 @@ def rebuild(value: Any, tag: str) -> Any:
     """A Bolt value with every marked map turned back into its node, relationship, path, list or map."""
     if not isinstance(value, dict) or value.get(MARK) != tag:
         return value
+    if TOO_DEEP in value:
+        raise TooDeep
     if "n" in value:
         return ShownNode(value["n"], value.get("l") or [], ((k, v) for k, v in _pairs(value.get("p"))))
     if "r" in value:
@@ -141,6 +158,8 @@ def rebuild_typed(value: Any, tag: str) -> Any:
     fields = _typed_fields(value, tag)
     if fields is None:
         return value
+    if TOO_DEEP in fields:
+        raise TooDeep
     if "n" in fields:
         return {"$type": "Node", "_value": {
             "_element_id": _typed_plain(fields["n"]), "_labels": _typed_plain(fields.get("l")) or [],

@@ -108,6 +108,7 @@ SandboxErrorCode = Literal[
     "timeout",  # Neo4j terminated the transaction at the policy timeout
     "neo4j_refused",  # Neo4j refused the query (syntax, AccessMode, ...)
     "explain_rejected",  # the EXPLAIN check found a non-read query or a disallowed procedure
+    "too_deep",  # an element nested past what the projection wrapper rebuilds (sandbox/rebuild.py)
     "unavailable",  # Neo4j could not be reached from the sandbox
     "invalid_job",  # the job line did not validate
     "sandbox_failed",  # the container died without answering (OOM-killed, crashed); set by the runner

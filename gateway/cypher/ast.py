@@ -595,6 +595,23 @@ class Statement(Node):
     language: CypherVersion = "5"  # the version the body was read as (the prefix, else the policy's default)
 
 
+def single_queries(body: QueryBody, *, answer_only: bool = False) -> list[SingleQuery]:
+    """The single queries of ``body``: each UNION and WHEN branch, of every NEXT segment.
+
+    ``answer_only``: only those whose RETURN is the answer's (NEXT's last segment; the earlier
+    segments' rows feed the next one).
+    """
+    if isinstance(body, SingleQuery):
+        return [body]
+    if isinstance(body, Union):
+        return list(body.queries)
+    if isinstance(body, When):
+        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
+    segments = body.segments[-1:] if answer_only else body.segments
+    # A segment is never itself a NEXT: one level.
+    return [query for segment in segments for query in single_queries(segment)]
+
+
 def unparen(expr: Expr) -> Expr:
     """``expr`` without the parentheses around it: ``((x))`` is ``x``."""
     while isinstance(expr, Paren):

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import docker.errors
 from docker.client import DockerClient
 
-from gateway.catalogue import SANDBOX_EXPLAIN
+from gateway.catalogue import SANDBOX_EXPLAIN, SANDBOX_TOO_DEEP
 from gateway.domain import Principal
 from gateway.errors import Busy, GatewayError, Neo4jRefused, QueryCancelled, QueryTimeout, SandboxUnavailable
 from gateway.policy import SandboxPolicy
@@ -100,6 +100,8 @@ def error_for(result: SandboxResult) -> GatewayError | None:
         return Neo4jRefused(err.message, err.neo4j_code, from_original=err.from_original)
     if err.code == "explain_rejected":
         return SANDBOX_EXPLAIN.rejected(err.message)
+    if err.code == "too_deep":
+        return SANDBOX_TOO_DEEP.rejected(err.message)
     return SandboxUnavailable(err.message)
 
 

@@ -5,7 +5,9 @@ Two things the rewrite adds could reach the result:
 * the generated variables (``__gw_p1 = (a)-->(b)``, ``(__gw_n1)``, ``-[__gw_r1]->``): ``RETURN *`` and ``WITH *`` would
   carry them as extra columns, group and deduplicate by them, and send them through UNION and
   COLLECT. A ``*`` that would see one is replaced by the agent's own variables it stands for,
-  in the order Neo4j gives them (sorted by name, before the listed items);
+  in the order Neo4j gives them (sorted by name, before the listed items, leaving out a name
+  also listed). Under hidden properties a final ``RETURN *`` is spelt out the same way even
+  when nothing is generated, so the projection wrapper (``projection.py``) names its columns;
 * the rewritten text of an unaliased projection: Neo4j names such a column by the expression's
   source text (a variable and a map projection by the variable's name), so
   ``RETURN COUNT { (a)-->() }`` would come back under the rewritten text. Such an item gets
@@ -44,24 +46,29 @@ def keep_agent_columns(
     edits: Edits,
     generated: dict[ast.PatternPart, list[str]],
     rewritten: Container[ast.Node] = frozenset(),
-) -> None:
+    expand: Container[ast.Projection] = frozenset(),
+) -> dict[ast.Projection, list[str]]:
     """Record the edits that keep generated variables out of ``*`` and rewritten text out of column names.
 
     ``generated`` maps each MATCH pattern part to the names the rewrite gave in it (its path, its
     anonymous elements); ``rewritten`` holds the other nodes whose text the rewrite changed.
+    ``expand``: projections whose ``*`` is replaced by the variables it stands for even when none
+    is generated (the final RETURNs the projection wrapper must name column by column). Returns,
+    for each of those it could expand, its columns in Neo4j's order.
     """
     for node in parsed.walk():
         if isinstance(node, ast.Return):
             for item in node.projection.items:
                 if renamed_by_rewrite(item, rewritten):
                     edits.close(item, f" AS {_backticked(column_name(parsed, item))}")
-    columns = _Columns(parsed, edits, generated)
+    columns = _Columns(parsed, edits, generated, expand)
     for statement in parsed.statements:
         columns.body(statement.body, _Part())
     for node in parsed.walk():
         # Subquery expressions start a query part of their own (their outer variables are imported).
         if isinstance(node, ast.SubqueryExpr) and node.body is not None:
             columns.body(node.body, _Part())
+    return columns.expanded
 
 
 def renamed_by_rewrite(item: ast.ReturnItem, rewritten: Container[ast.Node] = frozenset()) -> bool:
@@ -77,8 +84,15 @@ def _backticked(text: str) -> str:
 
 
 class _Columns:
-    def __init__(self, parsed: ParsedQuery, edits: Edits, generated: dict[ast.PatternPart, list[str]]) -> None:
-        self.parsed, self.edits, self.generated = parsed, edits, generated
+    def __init__(
+        self,
+        parsed: ParsedQuery,
+        edits: Edits,
+        generated: dict[ast.PatternPart, list[str]],
+        expand: Container[ast.Projection],
+    ) -> None:
+        self.parsed, self.edits, self.generated, self.expand = parsed, edits, generated, expand
+        self.expanded: dict[ast.Projection, list[str]] = {}
 
     def body(self, body: ast.QueryBody, part: _Part) -> list[str]:
         """Walk one query (each UNION or WHEN branch from ``part``); the names of the columns it returns."""
@@ -112,6 +126,8 @@ class _Columns:
                 columns = self.projection(clause.projection, part)
             elif isinstance(clause, ast.Unwind):
                 part.own.add(clause.variable.name)
+            elif isinstance(clause, ast.Let):
+                part.own.update(item.variable.name for item in clause.items)
             elif isinstance(clause, ast.CallSubquery):
                 # Depth bounded by the parser's nesting limit, like the query's own brackets.
                 part.own.update(self.body(clause.body, _Part()))
@@ -125,12 +141,20 @@ class _Columns:
         if not projection.star:
             part.own, part.generated = set(listed), set()
             return listed
-        agent = sorted(part.own - part.generated)
-        if part.generated and agent:
+        # A listed name is not repeated by the `*` (`RETURN *, a` has one column a, after the others).
+        agent = sorted(part.own - part.generated - set(listed))
+        # With no variable at all Neo4j refuses the `*` itself: it stays, for Neo4j to say so.
+        expand = bool(part.own - part.generated) and (bool(part.generated) or projection in self.expand)
+        if expand:
             star = token_at(self.parsed, projection.start, "*")  # the first token, or the one after DISTINCT
             self.edits.replace(star, star + 1, ", ".join(quote_name(name) for name in agent))
+            if not agent:  # everything it stood for is listed: `*, a` becomes `a`
+                comma = token_at(self.parsed, star + 1, ",")
+                self.edits.replace(comma, comma + 1, "")
             part.own -= part.generated
             part.generated = set()
+            if projection in self.expand:
+                self.expanded[projection] = agent
         part.own.update(listed)
         return [*sorted(part.own - set(listed)), *listed]
 

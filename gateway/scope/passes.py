@@ -46,7 +46,7 @@ from gateway.scope.columns import keep_agent_columns
 from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
-from gateway.scope.projection import ShownKeys, wrap_returns
+from gateway.scope.projection import ShownKeys, final_returns, wrap_returns
 from gateway.scope.visible_props import find_unlisted_reads, write_unlisted_reads
 
 # Selectors whose MATCH-level WHERE is applied during the search (legacy shortestPath) or that
@@ -100,11 +100,16 @@ class Context:
     frame: Frame = field(default_factory=Frame)
     shown: ShownKeys | None = None  # under hidden properties: the keys an element may send
     wrapped: bool = False  # the final RETURNs project elements to their shown keys
+    stars: dict[ast.Projection, list[str]] = field(default_factory=dict)  # final RETURN *'s variables
     _counters: dict[str, int] = field(default_factory=dict)
 
     def rewritten(self) -> set[ast.Node]:
         """The nodes other than pattern owners whose text the rewrite changes (a column they name gets AS)."""
         return {node for node, _, _ in self.read_wraps} | {node for node, _, _ in self.read_items}
+
+    def hides(self) -> bool:
+        """Whether the policy hides properties (the final RETURNs are wrapped)."""
+        return self.shown is not None and self.shown.active()
 
     def fresh(self, kind: str) -> str:
         """A generated name: ``p`` for a path, ``n`` for a node, ``r`` for a relationship."""
@@ -906,7 +911,7 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
     bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
     bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
     for body in bodies:
-        for query in _single_queries(body):
+        for query in ast.single_queries(body):
             bound: set[str] = set()
             for clause in query.clauses:
                 if isinstance(clause, ast.Match):
@@ -921,16 +926,6 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
                 elif isinstance(clause, ast.Unwind):
                     bound.add(clause.variable.name)
     return out
-
-
-def _single_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
-    if isinstance(body, ast.SingleQuery):
-        return [body]
-    if isinstance(body, ast.Union):
-        return list(body.queries)
-    if isinstance(body, ast.When):
-        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
-    return [query for segment in body.segments for query in _single_queries(segment)]  # bracket-bounded depth
 
 
 def _variable(expr: ast.Expr) -> str | None:
@@ -1043,14 +1038,18 @@ def _is_exists_function(node: ast.Node) -> bool:
 
 
 def keep_columns(ctx: Context) -> None:
-    """The agent's columns stay its own: no generated variable in ``*``, no rewritten text as a name."""
-    keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated, ctx.rewritten())
+    """The agent's columns stay its own: no generated variable in ``*``, no rewritten text as a name.
+
+    Under hidden properties a final ``RETURN *`` is spelt out too, so the wrapper can name its columns.
+    """
+    expand = {r.projection for r in final_returns(ctx.parsed)} if ctx.hides() else set()
+    ctx.stars = keep_agent_columns(ctx.parsed, ctx.edits, ctx.generated, ctx.rewritten(), expand)
 
 
 def project_shown_keys(ctx: Context) -> None:
     """Under hidden properties, the answer's elements leave Neo4j with their shown keys only (``projection.py``)."""
-    if ctx.shown is not None and ctx.shown.active():
-        ctx.wrapped = wrap_returns(ctx.parsed, ctx.edits, ctx.shown, ctx.rewritten())
+    if ctx.shown is not None and ctx.hides():
+        ctx.wrapped = wrap_returns(ctx.parsed, ctx.edits, ctx.shown, ctx.rewritten(), ctx.stars)
 
 
 def refuse_unscoped(ctx: Context) -> None:

@@ -20,10 +20,14 @@ container of its items; ``sandbox/rebuild.py`` turns them back into the elements
 the agent's answer is the one it would get without the wrapper. Only the values of shown keys
 are ever read: ``keys()`` names the others without loading them.
 
-The wrapper covers ``DEPTH`` levels of lists, maps and paths inside a column (``[[n]]``,
-``{a: [n]}``, ``collect(p)``, ``collect(nodes(p))``); an element nested deeper (``[[[n]]]``,
-``[[p]]``), a column of ``RETURN *`` and a query that ends in a procedure call are returned as
-they are (fetched, then withheld by the sandbox): SECURITY.md names these shapes.
+The wrapper covers ``DEPTH`` levels of lists, maps and paths inside a column (``[[[n]]]``,
+``{a: [[p]]}``, ``collect(nodes(p))``). Cypher has no recursion, so below them a value that may
+still hold an element (``valueType()`` names every type a list holds; maps are opened
+``LOOKAHEAD`` more levels) becomes ``{__gw: tag, deep: true}``: Neo4j sends the marker, not the
+value, and the sandbox refuses the job (rule ``sandbox.too_deep``). Nested lists of plain values
+are passed at any depth. A final ``RETURN *`` is spelt out first (``columns.py``), so its
+columns are wrapped like any other; a query cannot end in a procedure call under scope (the
+rewrite refuses every one).
 
 Ordering and ``DISTINCT`` are the agent's own: they run in the agent's projection, before the
 wrapper, and the two appended projections neither reorder nor group.
@@ -40,11 +44,13 @@ from gateway.cypher import ParsedQuery, ast
 from gateway.scope.columns import column_name, renamed_by_rewrite
 from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, quote_name
-from sandbox.rebuild import MARK, TAG_PARAMETER
+from sandbox.rebuild import MARK, TAG_PARAMETER, TOO_DEEP
 from sandbox.wire import VisibleKeys
 
-# How many levels of lists, maps and paths inside a column the wrapper rebuilds.
-DEPTH = 2
+# How many levels of lists, maps and paths inside a column the wrapper rebuilds; below them, how
+# many more levels of maps it opens to tell plain values from elements (past both: sandbox.too_deep).
+DEPTH = 3
+LOOKAHEAD = 2
 HIDE_PARAMETER = f"{GENERATED_PREFIX}hide"
 KEEP_PARAMETER = f"{GENERATED_PREFIX}keep"
 DEFAULT_PARAMETER = f"{GENERATED_PREFIX}show_default"
@@ -56,6 +62,7 @@ _VISIBLE_PARAMETERS: dict[ElementKind, str] = {
 ROW = f"{GENERATED_PREFIX}row"
 # valueType() names every type a list holds, however nested; a map's values it does not name.
 _HOLDS_ELEMENTS = "'.*(NODE|RELATIONSHIP|PATH|MAP|ANY).*'"
+_HOLDS_GRAPH = "'.*(NODE|RELATIONSHIP|PATH).*'"
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,10 @@ def wrapped(value: str, shown: ShownKeys, depth: int) -> str:
         f"WHEN {value} IS :: NODE THEN {node}",
         f"WHEN {value} IS :: RELATIONSHIP THEN {relationship}",
     ]
+    if depth == 0:
+        # Past the levels the wrapper rebuilds: a value that may still hold an element is replaced
+        # by a marker the sandbox refuses (sandbox.too_deep), never sent with its hidden values.
+        branches.append(f"WHEN {_may_hold_elements(value, LOOKAHEAD)} THEN {_marked(f'{TOO_DEEP}: true')}")
     if depth > 0:
         item, key = f"{GENERATED_PREFIX}i{depth}", f"{GENERATED_PREFIX}k{depth}"
         items = (
@@ -157,37 +168,76 @@ def wrapped(value: str, shown: ShownKeys, depth: int) -> str:
     return f"CASE {' '.join(branches)} ELSE {value} END"
 
 
+def _may_hold_elements(value: str, depth: int) -> str:
+    """Cypher: ``value`` (a variable, not itself a node or relationship) could hold an element.
+
+    ``valueType()`` names every type a list holds, however nested, but not a map's values: maps
+    are opened ``depth`` more levels, past which one counts as holding an element. Nested lists
+    of plain values never do.
+    """
+    if depth == 0:
+        return f"({value} IS :: PATH OR {value} IS :: MAP OR valueType({value}) =~ {_HOLDS_ELEMENTS})"
+    key, item = f"{GENERATED_PREFIX}dk{depth}", f"{GENERATED_PREFIX}dx{depth}"
+    inner = _may_hold_elements(item, depth - 1)
+    return (
+        f"CASE WHEN {value} IS :: PATH THEN true "
+        f"WHEN {value} IS :: MAP THEN any({key} IN keys({value}) WHERE any({item} IN [{value}[{key}]] WHERE {inner})) "
+        f"WHEN {value} IS :: LIST<ANY> THEN valueType({value}) =~ {_HOLDS_GRAPH} OR "
+        f"(valueType({value}) =~ {_HOLDS_ELEMENTS} AND any({item} IN {value} WHERE {inner})) "
+        "ELSE false END"
+    )
+
+
 def final_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
     """The single queries whose RETURN is the answer's: every UNION and WHEN branch, NEXT's last segment."""
-    if isinstance(body, ast.SingleQuery):
-        return [body]
-    if isinstance(body, ast.Union):
-        return list(body.queries)
-    if isinstance(body, ast.When):
-        return [branch.body for branch in body.branches] + ([body.otherwise] if body.otherwise else [])
-    return final_queries(body.segments[-1])  # NEXT: bracket-bounded depth
+    return ast.single_queries(body, answer_only=True)
 
 
-def wrap_returns(
-    parsed: ParsedQuery, edits: Edits, shown: ShownKeys, rewritten: Container[ast.Node] = frozenset()
-) -> bool:
-    """Record the edits that wrap every final RETURN; False when none could be (nothing to tag)."""
-    done = False
+def final_returns(parsed: ParsedQuery) -> list[ast.Return]:
+    """The RETURN clauses whose rows are the answer (a query ending otherwise has none here)."""
+    returns = []
     for statement in parsed.statements:
         for query in final_queries(statement.body):
             last = query.clauses[-1] if query.clauses else None
-            if isinstance(last, ast.Return) and not last.projection.star and last.projection.items:
-                _wrap(parsed, edits, last, shown, rewritten)
-                done = True
+            if isinstance(last, ast.Return):
+                returns.append(last)
+    return returns
+
+
+def wrap_returns(
+    parsed: ParsedQuery,
+    edits: Edits,
+    shown: ShownKeys,
+    rewritten: Container[ast.Node] = frozenset(),
+    stars: Mapping[ast.Projection, list[str]] | None = None,
+) -> bool:
+    """Record the edits that wrap every final RETURN; False when none could be (nothing to tag).
+
+    ``stars``: the variables each final ``RETURN *`` was expanded to (``columns.keep_agent_columns``);
+    a ``*`` not expanded (no variable in scope: Neo4j refuses it) is left as it is.
+    """
+    done = False
+    for clause in final_returns(parsed):
+        projection = clause.projection
+        starred = (stars or {}).get(projection) if projection.star else []
+        if starred is None or not (starred or projection.items):
+            continue
+        _wrap(parsed, edits, clause, shown, rewritten, starred)
+        done = True
     return done
 
 
 def _wrap(
-    parsed: ParsedQuery, edits: Edits, clause: ast.Return, shown: ShownKeys, rewritten: Container[ast.Node]
+    parsed: ParsedQuery,
+    edits: Edits,
+    clause: ast.Return,
+    shown: ShownKeys,
+    rewritten: Container[ast.Node],
+    starred: list[str],
 ) -> None:
     keyword = token_at(parsed, clause.start, parsed.text[clause.start : clause.start + 6])
     edits.replace(keyword, keyword + 6, "WITH")
-    names: list[str] = []
+    names: list[str] = list(starred)
     for item in clause.projection.items:
         name = column_name(parsed, item)
         names.append(name)

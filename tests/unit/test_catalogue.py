@@ -35,6 +35,13 @@ class ExplainRefuses(RunnerStub):
         return SandboxResult(query_id=job.query_id, ok=False, error=error)
 
 
+class TooDeepAnswer(RunnerStub):
+    """A runner whose sandbox met the wrapper's marker for a value nested too deep."""
+
+    def answer(self, job: SandboxJob) -> SandboxResult:
+        return SandboxResult(query_id=job.query_id, ok=False, error=SandboxError(code="too_deep", message="too deep"))
+
+
 def test_every_rule_has_a_unique_id_a_sentence_and_a_stage_in_data_path_order() -> None:
     ids = [rule.id for rule in catalogue.CATALOGUE]
     assert len(ids) == len(set(ids))
@@ -128,6 +135,10 @@ def test_every_rule_in_the_catalogue_is_produced_by_some_request() -> None:
     except QueryRejected as exc:
         produced[exc.rule] = "the sandbox's EXPLAIN check"
     assert len(runner.jobs) == 1
+    try:
+        Gateway(POLICY, TooDeepAnswer()).run("analyze", "MATCH (n:Fact) RETURN [[[[n]]]] AS c", {}, ALICE)
+    except QueryRejected as exc:
+        produced[exc.rule] = "an element nested past the projection wrapper"
     assert set(produced) == IDS, produced
 
 

@@ -42,6 +42,9 @@ def rewritten(cypher: str) -> str:
         ("MATCH (a) WHERE EXISTS { MATCH (a)-->(b) RETURN DISTINCT * } RETURN a", " RETURN DISTINCT a, b }"),
         ("UNWIND [1] AS x CALL (x) { MATCH (n:A)-[:R]->(:B) RETURN * } RETURN *", "RETURN n } RETURN *"),
         ("CALL { MATCH (n)--() RETURN * } RETURN *", "RETURN n } RETURN *"),
+        # A listed name is not repeated by the `*` (Neo4j: one column, after the others).
+        ("MATCH (a)-->(b) RETURN *, a", " RETURN b, a"),
+        ("MATCH (a)-->() RETURN *, a ORDER BY a.x", " RETURN  a ORDER BY a.x"),
     ],
 )
 def test_a_star_that_would_see_generated_variables_is_the_agents_variables(query: str, projection: str) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gateway import scope
 from gateway.domain import Principal
 from gateway.guard import parse_query
 from gateway.policy import POLICIES_DIR, load_policy
 from gateway.scope.projection import DEFAULT_PARAMETER, HIDE_PARAMETER, KEEP_PARAMETER, ShownKeys
-from sandbox.rebuild import TAG_PARAMETER
+from sandbox.rebuild import TAG_PARAMETER, TooDeep, rebuild, rebuild_typed
 from sandbox.wire import VisibleKeys
 
 MENTIS = load_policy(POLICIES_DIR / "mentis.yaml")
@@ -34,3 +36,40 @@ def test_the_allow_list_condition_reads_the_listed_labels_and_the_kept_keys() ->
 
 def test_a_policy_hiding_nothing_is_not_wrapped() -> None:
     assert not ShownKeys().active() and not ShownKeys({"A": []}).active()
+
+
+def _wrapped(query: str) -> str:
+    parsed = parse_query(query, MENTIS.tool("analyze").limits, "5")
+    return scope.plan(parsed, MENTIS, "analyze", PAYMENTS).cypher
+
+
+@pytest.mark.parametrize(
+    ("query", "columns"),
+    [
+        ("MATCH (a:Attempt) RETURN *", "WITH a WITH [a, 0, ''] AS __gw_row"),
+        ("MATCH (a:Attempt) WITH a, 1 AS z RETURN DISTINCT *, a.id AS i", "WITH DISTINCT a, z, "),
+        ("MATCH (a:Attempt) RETURN *, a", "WITH  a WITH [a, 0, ''] AS __gw_row"),
+        ("MATCH (a:Attempt) RETURN * UNION MATCH (a:Task) RETURN *", "UNION MATCH"),
+    ],
+)
+def test_a_final_return_star_is_spelt_out_and_wrapped(query: str, columns: str) -> None:
+    out = _wrapped(query)
+    assert columns in out and "RETURN *" not in out and "DISTINCT *" not in out, out
+    assert out.count("AS __gw_row RETURN __gw_row[0]") == query.count("*")  # one wrapper per final RETURN
+
+
+def test_a_with_star_stays() -> None:
+    out = _wrapped("MATCH (a:Attempt) WITH * RETURN a")
+    assert "WITH * WITH a WITH [a, 0, ''] AS __gw_row" in out, out
+
+
+def test_the_marker_past_the_wrappers_levels_refuses_on_both_transports() -> None:
+    tag = "t" * 32
+    with pytest.raises(TooDeep):
+        rebuild({"__gw": tag, "c": "list", "i": [[None, {"__gw": tag, "deep": True}]]}, tag)
+    marker = {"__gw": {"$type": "String", "_value": tag}, "deep": {"$type": "Boolean", "_value": True}}
+    typed = {"$type": "Map", "_value": marker}
+    with pytest.raises(TooDeep):
+        rebuild_typed(typed, tag)
+    # A map the agent built is never taken for the marker: only the job's own tag is.
+    assert rebuild({"__gw": "other", "deep": True}, tag) == {"__gw": "other", "deep": True}

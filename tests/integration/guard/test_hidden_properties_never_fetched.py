@@ -15,8 +15,12 @@ Both forms of the policy's choice: the deny-list above, and an allow-list (``vis
 that shows the same keys; and the shipped Mentis policy's allow-list, whose Attempt lists no
 ``embedding``: the 1,024 floats never leave Neo4j.
 
-The shapes the wrapper does not reach (an element three containers deep, ``RETURN *``) are run
-too: their hidden values are still sent (SECURITY.md names them) and still withheld.
+``RETURN *`` is spelt out as the columns it stands for, so it is wrapped like any RETURN (UNION
+branches, CALL subqueries and the rewrite's own variables included; the columns are Neo4j's own).
+An element nested deeper than the wrapper rebuilds (four containers deep, ``collect`` of lists of
+lists of paths, a ``reduce`` that nests) is refused (``sandbox.too_deep``) and never sent; nested lists and
+maps of plain values are not refused. A query ending in a procedure call never runs under scope
+(``scope.unsupported``), whichever procedures the policy allows.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import pytest
 from gateway import scope
 from gateway.connection import Neo4jConnection
 from gateway.domain import Principal, ToolResult
+from gateway.errors import QueryRejected
 from gateway.guard import parse_query
 from gateway.mnr import seed
 from gateway.policy import POLICIES_DIR, HiddenProperties, Policy, VisibleProperties, load_policy
@@ -100,11 +105,37 @@ COVERED = [
     ("nulls", f"MATCH (a:{M}:Attempt) OPTIONAL MATCH (a)-[k:NOPE]->(b) RETURN a.uid, k, b, [b] ORDER BY a.uid"),
     ("map projection", f"MATCH (a:{M}:Attempt) RETURN a {{.uid, self: a}} AS m ORDER BY m.uid"),
     ("plain values", f"MATCH (a:{M}:Attempt) RETURN a.uid, [1, 2], {{k: 'v'}}, null ORDER BY a.uid"),
-]
-# Shapes the wrapper leaves as they are: hidden values are fetched, then withheld by the sandbox.
-FETCHED = [
     ("three containers deep", f"MATCH (a:{M}:Attempt {{uid: 'att-1'}}) RETURN [[[a]]] AS xs"),
+    ("map of lists of lists", f"MATCH (a:{M}:Attempt) RETURN {{deep: [[a]], k: [[1]]}} AS m ORDER BY a.uid"),
+    (
+        "deep plain values",
+        f"MATCH (a:{M}:Attempt) RETURN a.uid, [[[[[1, 'x']]]]] AS xs, [[[{{k: {{v: [1]}}}}]]] AS ms ORDER BY a.uid",
+    ),
     ("RETURN *", f"MATCH (a:{M}:Attempt {{uid: 'att-1'}}) RETURN *"),
+    ("RETURN * and items", f"MATCH (a:{M}:Attempt)-[k:KNOWS]->(f) RETURN *, a.uid AS u, 1 + 1 ORDER BY u"),
+    ("RETURN * naming all", f"MATCH (a:{M}:Attempt) WITH a, a.uid AS u RETURN *, a ORDER BY u"),
+    ("RETURN DISTINCT * over generated", f"MATCH (a:{M}:Attempt)-->() RETURN DISTINCT * ORDER BY a.uid"),
+    (
+        "RETURN * in UNION",
+        f"MATCH (x:{M}:Attempt {{uid: 'att-1'}}) WITH x, 0 AS n RETURN * "
+        f"UNION MATCH (x:{M}:Fact) WITH x, 1 AS n RETURN *",
+    ),
+    (
+        "RETURN * after CALL",
+        f"MATCH (f:{M}:Fact) CALL (f) {{ MATCH (a:{M}:Attempt)-[k:KNOWS]->(f) RETURN a, k }} "
+        "WITH * RETURN * ORDER BY a.uid",
+    ),
+]
+# Shapes nested past the wrapper's levels: refused, never sent.
+REFUSED = [
+    ("four containers deep", f"MATCH (a:{M}:Attempt {{uid: 'att-1'}}) RETURN [[[[a]]]] AS xs"),
+    (
+        "collect of lists of paths",
+        f"MATCH p = (a:{M}:Attempt)-[:KNOWS]->() WITH p ORDER BY a.uid RETURN collect([[p]]) AS x",
+    ),
+    ("reduce that nests", f"MATCH (a:{M}:Attempt) RETURN reduce(x = [a, 1], i IN range(1, 5) | [x, 1]) AS x"),
+    # An element in maps nested past the look-ahead (plain values there are refused alike).
+    ("maps past the look-ahead", f"MATCH (a:{M}:Attempt) RETURN [[[{{k: {{v: {{w: {{n: a}}}}}}}}]]] AS x"),
 ]
 
 
@@ -148,7 +179,7 @@ def test_every_shape_answers_as_without_the_wrapper(
 ) -> None:
     runner = request.getfixturevalue("sandbox_runner" if transport == "bolt" else "query_api_runner")
     gateway = Gateway(POLICIES[form], runner)
-    shapes = COVERED + FETCHED
+    shapes = COVERED
     wrapped = {name: _answer(gateway.run("analyze", query, {}, AGENT)) for name, query in shapes}
     with monkeypatch.context() as patched:
         _unwrapped(patched)
@@ -172,22 +203,73 @@ def test_neo4j_never_sends_a_hidden_value(
     neo4j_driver: Any, neo4j_connection: Any, graph: str, name: str, query: str, form: str
 ) -> None:
     cypher, params = _rewritten(query, POLICIES[form])
-    records, _, _ = neo4j_driver.execute_query(cypher, params, database_=neo4j_connection.database)
+    records, _, columns = neo4j_driver.execute_query(cypher, params, database_=neo4j_connection.database)
     sent = repr([record.values() for record in records])
     assert records, f"{name}: no rows"
+    _, _, own = neo4j_driver.execute_query(query, database_=neo4j_connection.database)
+    assert columns == own, f"{name}: the rewrite changed the columns"
     assert "att-" in sent or "since" in sent, f"{name}: the shown values were not sent"
     assert not _hidden_in(sent, kept=False), f"{name}: Neo4j sent a hidden value"
 
 
 @pytest.mark.parametrize("form", sorted(POLICIES))
-@pytest.mark.parametrize(("name", "query"), FETCHED, ids=[name for name, _ in FETCHED])
-def test_shapes_past_the_wrapper_are_still_fetched(
+@pytest.mark.parametrize(("name", "query"), REFUSED, ids=[name for name, _ in REFUSED])
+def test_shapes_past_the_wrapper_are_never_sent(
     neo4j_driver: Any, neo4j_connection: Any, graph: str, name: str, query: str, form: str
 ) -> None:
-    # What SECURITY.md states: these shapes' hidden values leave Neo4j (the sandbox withholds them).
     cypher, params = _rewritten(query, POLICIES[form])
     records, _, _ = neo4j_driver.execute_query(cypher, params, database_=neo4j_connection.database)
+    sent = repr([record.values() for record in records])
+    assert "'deep': True" in sent, f"{name}: no marker where the wrapper stops"
+    assert not _hidden_in(sent, kept=False), f"{name}: Neo4j sent a hidden value"
+    # The control: the agent's own query does carry them.
+    records, _, _ = neo4j_driver.execute_query(query, database_=neo4j_connection.database)
     assert _hidden_in(repr([record.values() for record in records]), kept=False), name
+
+
+@pytest.mark.parametrize("form", sorted(POLICIES))
+@pytest.mark.parametrize("transport", ["bolt", "query-api"])
+def test_shapes_past_the_wrapper_are_refused(
+    request: pytest.FixtureRequest, graph: str, transport: str, form: str
+) -> None:
+    runner = request.getfixturevalue("sandbox_runner" if transport == "bolt" else "query_api_runner")
+    gateway = Gateway(POLICIES[form], runner)
+    for name, query in REFUSED:
+        with pytest.raises(QueryRejected) as refused:
+            gateway.run("analyze", query, {}, AGENT)
+        assert refused.value.rule == "sandbox.too_deep", name
+        assert not _hidden_in(str(refused.value)), name
+
+
+# Procedures the corpus's test policies allow, index queries yielding nodes among them.
+PROCEDURES = ["db.labels", "db.index.fulltext.queryNodes", "db.index.vector.queryNodes"]
+PROCEDURE_POLICY = POLICY.model_copy(
+    update={
+        "tools": {
+            **POLICY.tools,
+            "analyze": POLICY.tool("analyze").model_copy(update={"procedures_allowed": frozenset(PROCEDURES)}),
+        }
+    }
+)
+ENDING_IN_A_CALL = [
+    "CALL db.labels()",
+    "CALL db.index.fulltext.queryNodes('attempts', 'ran') YIELD node",
+    f"MATCH (a:{M}:Attempt) CALL db.index.vector.queryNodes('embeddings', 1, a.uid) YIELD node, score",
+    "CALL db.index.fulltext.queryNodes('attempts', 'ran') YIELD node RETURN node",
+]
+
+
+def test_a_query_ending_in_a_procedure_call_never_runs(sandbox_runner: Any, graph: str) -> None:
+    gateway = Gateway(PROCEDURE_POLICY, sandbox_runner)
+    for query in ENDING_IN_A_CALL:
+        # Past the guard (the policy allows the procedure), refused by the rewrite before anything runs.
+        assert gateway.check("analyze", query, {}, AGENT).rule == "scope.unsupported", query
+        with pytest.raises(QueryRejected) as refused:
+            gateway.run("analyze", query, {}, AGENT)
+        assert refused.value.rule == "scope.unsupported", (query, refused.value)
+    # FINISH, the other way to end without RETURN, sends no row at all.
+    finished = gateway.run("analyze", f"MATCH (a:{M}:Attempt) FINISH", {}, AGENT)
+    assert finished.columns == [] and finished.rows == [] and finished.withheld == 0
 
 
 MENTIS = load_policy(POLICIES_DIR / "mentis.yaml")
