@@ -39,7 +39,9 @@ from typing import Literal
 from gateway.cypher import ParsedQuery, ast
 from gateway.scope.columns import column_name, renamed_by_rewrite
 from gateway.scope.edits import Edits, token_at
+from gateway.scope.plain import Plainness
 from gateway.scope.predicates import GENERATED_PREFIX, quote_name
+from gateway.scope.visible_props import Kinds
 from sandbox.rebuild import MARK, TAG_PARAMETER
 from sandbox.wire import VisibleKeys
 
@@ -171,12 +173,20 @@ def final_queries(body: ast.QueryBody) -> list[ast.SingleQuery]:
 def wrap_returns(
     parsed: ParsedQuery, edits: Edits, shown: ShownKeys, rewritten: Container[ast.Node] = frozenset()
 ) -> bool:
-    """Record the edits that wrap every final RETURN; False when none could be (nothing to tag)."""
+    """Record the edits that wrap every final RETURN; False when none could be (nothing to tag).
+
+    A RETURN whose every column is plain (``plain.py``: ``t.id``, ``count(a)``) cannot send an
+    element, so it is left as written: the wrapper's text would only cost Neo4j planning time.
+    """
     done = False
+    nodes = list(parsed.walk())
+    plainness = Plainness(nodes, Kinds(nodes).of)
     for statement in parsed.statements:
         for query in final_queries(statement.body):
             last = query.clauses[-1] if query.clauses else None
             if isinstance(last, ast.Return) and not last.projection.star and last.projection.items:
+                if all(plainness.plain(item.expression) for item in last.projection.items):
+                    continue
                 _wrap(parsed, edits, last, shown, rewritten)
                 done = True
     return done
