@@ -124,9 +124,8 @@ def _bindings(node: ast.Node) -> list[tuple[str, ast.Expr | None]]:
     if isinstance(node, ast.Reduce):
         return [(node.accumulator.name, None), (node.variable.name, node.source)]
     names: list[tuple[str, ast.Expr | None]] = []
-    if isinstance(node, ast.NodePattern | ast.RelPattern) and node.variable is not None:
-        names.append((node.variable.name, None))
-    elif isinstance(node, ast.PatternPart | ast.QuantifiedPath) and node.variable is not None:
+    elements = ast.NodePattern | ast.RelPattern | ast.PatternPart | ast.QuantifiedPath
+    if isinstance(node, elements) and node.variable is not None:
         names.append((node.variable.name, None))
     elif isinstance(node, ast.PatternComprehension) and node.path_variable is not None:
         names.append((node.path_variable.name, None))

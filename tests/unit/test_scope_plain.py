@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from bench.rewrite_plans import reading_the_representative_keys, rewritten
 from gateway.cypher import ast, parse
+from gateway.policy import POLICIES_DIR, load_policy
 from gateway.scope.plain import Plainness
 from gateway.scope.projection import final_queries
 from gateway.scope.visible_props import Kinds
+from sandbox.rebuild import TAG_PARAMETER
 
 
 def _columns(text: str) -> list[bool]:
@@ -74,3 +77,19 @@ def test_plain_columns(text: str) -> None:
 )
 def test_columns_that_may_hold_an_element_are_not_plain(text: str) -> None:
     assert not all(_columns(text)), text
+
+
+MENTIS = reading_the_representative_keys(load_policy(POLICIES_DIR / "mentis.yaml"))
+
+
+def test_a_return_of_plain_columns_is_left_as_written_and_one_holding_a_node_is_wrapped() -> None:
+    plain_text, plain_params = rewritten("MATCH (t:Task) RETURN t.id, count(*) AS n", MENTIS)
+    node_text, node_params = rewritten("MATCH (t:Task) RETURN t.id, t", MENTIS)
+    assert TAG_PARAMETER not in plain_params and TAG_PARAMETER not in plain_text
+    assert TAG_PARAMETER in node_params and TAG_PARAMETER in node_text
+    assert len(node_text) - len(plain_text) > 2_000  # the wrapper's text, which Neo4j would plan
+
+
+def test_a_union_is_wrapped_when_one_branch_returns_an_element() -> None:
+    text, params = rewritten("MATCH (t:Task) RETURN t.id AS x UNION MATCH (t:Task) RETURN t AS x", MENTIS)
+    assert TAG_PARAMETER in params and text.count(f"${TAG_PARAMETER}") >= 1
