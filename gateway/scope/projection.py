@@ -12,7 +12,8 @@ becomes a ``WITH`` of the same items, ordering, skip and limit, followed by two 
          ELSE __gw_v END AS __gw_v
     RETURN __gw_v[0] AS c1, __gw_v[1] AS c2
 
-A column that holds no element and no map is passed as it is (the ``valueType`` test). In a
+A column that holds no element and no map is passed as it is (the ``valueType`` test); a RETURN
+whose every column surely holds none (``plain.py``: ``t.id``, ``count(*)``) is not wrapped at all. In a
 wrapped column, each node becomes ``{__gw: $__gw_shown, n: elementId, l: labels, p: [[key,
 value], …]}`` holding only the keys ``ShownKeys`` lets through (plus those the result check
 reads), each relationship likewise, and each list, map or path that holds one a marked
@@ -43,7 +44,9 @@ from typing import Literal
 from gateway.cypher import ParsedQuery, ast
 from gateway.scope.columns import column_name, renamed_by_rewrite
 from gateway.scope.edits import Edits, token_at
+from gateway.scope.plain import Plainness
 from gateway.scope.predicates import GENERATED_PREFIX, quote_name
+from gateway.scope.visible_props import Kinds
 from sandbox.rebuild import MARK, TAG_PARAMETER, TOO_DEEP
 from sandbox.wire import VisibleKeys
 
@@ -214,13 +217,20 @@ def wrap_returns(
     """Record the edits that wrap every final RETURN; False when none could be (nothing to tag).
 
     ``stars``: the variables each final ``RETURN *`` was expanded to (``columns.keep_agent_columns``);
-    a ``*`` not expanded (no variable in scope: Neo4j refuses it) is left as it is.
+    a ``*`` not expanded (no variable in scope: Neo4j refuses it) is left as it is. A RETURN whose
+    every column is plain (``plain.py``: ``t.id``, ``count(a)``) cannot send an element, so it is
+    left as written: the wrapper's text would only cost Neo4j planning time.
     """
     done = False
+    nodes = list(parsed.walk())
+    plainness = Plainness(nodes, Kinds(nodes).of)
     for clause in final_returns(parsed):
         projection = clause.projection
         starred = (stars or {}).get(projection) if projection.star else []
         if starred is None or not (starred or projection.items):
+            continue
+        plain_items = all(plainness.plain(item.expression) for item in projection.items)
+        if plain_items and all(name in plainness.plain_names for name in starred):
             continue
         _wrap(parsed, edits, clause, shown, rewritten, starred)
         done = True

@@ -42,7 +42,7 @@ _KEY_ARGUMENT = key_arguments()
 _NODE, _REL = "node", "relationship"
 
 
-class _Kinds:
+class Kinds:
     """Per variable name: the kinds of value the query binds to it anywhere (a name can stand for
     several variables across UNION branches and subqueries, so every binding counts).
 
@@ -193,7 +193,7 @@ def find_unlisted_reads(ctx: Context) -> None:
     if visible is None:
         return
     nodes = list(ctx.parsed.walk())
-    kinds = _Kinds(nodes)
+    kinds = Kinds(nodes)
     for node in nodes:
         if isinstance(node, ast.Property):
             _property(ctx, visible, kinds, node)
@@ -214,7 +214,7 @@ def _unknown(key: str, text: str) -> NoReturn:
     )
 
 
-def _property(ctx: Context, visible: VisibleProperties, kinds: _Kinds, node: ast.Property) -> None:
+def _property(ctx: Context, visible: VisibleProperties, kinds: Kinds, node: ast.Property) -> None:
     if _everywhere(visible, node.key):
         return
     kind = kinds.of(node.subject)
@@ -228,7 +228,7 @@ def _property(ctx: Context, visible: VisibleProperties, kinds: _Kinds, node: ast
     ctx.read_wraps.append((node, f"CASE WHEN {condition} THEN ", " END"))
 
 
-def _projection(ctx: Context, visible: VisibleProperties, kinds: _Kinds, node: ast.MapProjection) -> None:
+def _projection(ctx: Context, visible: VisibleProperties, kinds: Kinds, node: ast.MapProjection) -> None:
     for item in node.items:
         if item.kind != "property" or item.key is None or _everywhere(visible, item.key):
             continue
@@ -243,7 +243,7 @@ def _projection(ctx: Context, visible: VisibleProperties, kinds: _Kinds, node: a
 
 
 def _pattern_map(
-    ctx: Context, visible: VisibleProperties, kinds: _Kinds, element: ast.NodePattern | ast.RelPattern
+    ctx: Context, visible: VisibleProperties, kinds: Kinds, element: ast.NodePattern | ast.RelPattern
 ) -> None:
     text = ctx.parsed.source(element.properties) if element.properties is not None else ""
     if not isinstance(element.properties, ast.MapLiteral):

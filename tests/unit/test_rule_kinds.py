@@ -352,7 +352,7 @@ _EVERY_KIND = {
 }
 _SOON = {"$type": "datetime", "iso": "2026-06-02T00:00:00Z"}
 _BEFORE = {"$type": "datetime", "iso": "2026-05-01T00:00:00Z"}
-_PROPERTY_SETS = [
+_PROPERTY_SETS: list[dict[str, Any]] = [
     {"a": "x", "b": _BEFORE, "c": _SOON},
     {"a": ["team"], "b": ["team"], "c": None},
     {"a": "y", "b": _SOON},
@@ -362,7 +362,7 @@ _PROPERTY_SETS = [
 
 
 class _Ctx:
-    untagged = "hidden"
+    untagged: wire.Untagged = "hidden"
     now = rule_checks.now_instant(NOW)
 
     def allowed(self, rule: ElementRule) -> frozenset[str]:
