@@ -15,7 +15,7 @@ SMALL_READS = [
     c["query"]
     for c in CORPUS
     if c["expect"] == "allow"
-    and c["policy"] == "default"
+    and c["policy"] == "default-all-properties"
     and c["tool"] == "analyze"
     and not c["params"]
     and len(c["query"]) < 400
