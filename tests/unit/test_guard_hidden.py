@@ -8,8 +8,9 @@ import pytest
 
 from gateway.guard import check
 from gateway.policy import HiddenProperties, Policy, PolicyError, load_policy
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-DEFAULT = load_policy()
+DEFAULT = load_policy(ALL_PROPERTIES_POLICY_PATH)
 HIDDEN = DEFAULT.model_copy(
     update={"hidden_properties": HiddenProperties.model_validate({"Attempt": ["embedding"], "KNOWS": ["secret"]})}
 )

@@ -47,6 +47,7 @@ from gateway.policy import load_policy
 from gateway.roles import Roles
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
@@ -115,7 +116,7 @@ def _serving(tmp_path: Path, **more: Any) -> Iterator[Served]:
         http_port=port, audit_path=tmp_path / "audit.jsonl", oauth_issuer=ISSUER, oauth_resource=resource,
         oauth_jwks_url=f"http://127.0.0.1:{jwks_port}/certs", oauth_jwks_min_refresh_seconds=60, **more,
     )  # fmt: skip
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     oauth = resource_server(settings, read_attributes=policy.scope_attributes())
     assert oauth is not None
     audit = AuditLog(tmp_path / "audit.jsonl")
@@ -315,7 +316,7 @@ def test_a_stale_key_set_is_read_again_after_its_max_age() -> None:
 def test_the_tool_layer_refuses_an_ungranted_tool_even_past_the_middleware(tmp_path: Path) -> None:
     # A request that reached the tools without the middleware's body check (another wiring, a
     # future transport) is still held to the token's scopes.
-    gateway = Gateway(load_policy(), runner=None, audit=AuditLog(tmp_path / "audit.jsonl"),
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), runner=None, audit=AuditLog(tmp_path / "audit.jsonl"),
                       layers=LayerSwitches(scope_rewrite=False))  # fmt: skip
     server = build_server(gateway, stdio_resolver(Principal(name="stdio-must-not-be-used")))
     inner = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=False,

@@ -25,9 +25,10 @@ from gateway.errors import (
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 SCOPE_KEY = POLICY.scope.scope_parameter
 ALICE = Principal(name="alice", scope=frozenset({"l2", "l1"}))
 COUNT = "MATCH (n:Fact) RETURN count(n) AS c"

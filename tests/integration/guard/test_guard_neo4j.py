@@ -115,7 +115,10 @@ def test_differential_fuzz_nothing_the_guard_allows_plans_as_a_write(neo4j_drive
     reads = [
         c["query"]
         for c in ALLOWED
-        if len(c["query"]) < 400 and not c["params"] and c["policy"] == "default-all-properties" and "cypher25" not in c["tags"]
+        if len(c["query"]) < 400
+        and not c["params"]
+        and c["policy"] == "default-all-properties"
+        and "cypher25" not in c["tags"]
     ]
     allowed = 0
     with neo4j_driver.session(database=neo4j_connection.database) as session:
