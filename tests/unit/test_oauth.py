@@ -486,3 +486,22 @@ def test_a_missing_layers_claim_is_reported_only_when_the_policy_reads_layers() 
     many = {**claims, **{f"c{i:02}\n": 1 for i in range(50)}}
     named = identity(many, ClaimMapping(layers_read=True)).carried_claims
     assert len(named) == 41 and named[-1] == "… 13 more" and named[0] == "c00\\x0a"
+
+
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_a_mapped_claim_present_but_null_or_empty_is_reported_like_a_missing_one(value: Any) -> None:
+    claims = {"iss": ISSUER, "sub": "alice", "layers": value, "repos": value}
+    mapping = ClaimMapping(layers_read=True, attribute_claims={"repositories": "repos"})
+    empty = identity(claims, mapping)
+    # Still accepted, fail closed: both lists empty, and both claims named in the warning.
+    assert empty.principal.scope == frozenset() and empty.principal.attribute("repositories") == frozenset()
+    assert empty.missing_claims == {"layers": "layers", "repositories": "repos"}
+    warning = empty.claim_warning()
+    assert warning is not None
+    assert "a null or empty claim 'layers' (mapped to attribute layers)" in warning
+    assert "a null or empty claim 'repos' (mapped to attribute repositories)" in warning
+    assert "it carries: iss, layers, repos, sub." in warning
+    # An absent claim keeps its own words; an empty list is a value (global only), not a missing claim.
+    absent = identity({"iss": ISSUER, "sub": "alice", "repos": value}, mapping).claim_warning()
+    assert absent is not None and "no claim 'layers' (mapped to attribute layers)" in absent
+    assert identity({**claims, "layers": [], "repos": []}, ClaimMapping(layers_read=True)).claim_warning() is None
