@@ -57,7 +57,7 @@ def _rel(rel_type: str, **props: Any) -> dict[str, Any]:
 
 
 def test_a_policy_gives_one_form_or_the_other_never_both(tmp_path: Any) -> None:
-    base = (POLICIES_DIR / "default.yaml").read_text(encoding="utf-8")
+    base = ALL_PROPERTIES_POLICY_PATH.read_text(encoding="utf-8")
     both = tmp_path / "both.yaml"
     both.write_text(base + "\nhidden_properties: {Repository: [apiToken]}\nvisible_properties: {default: [name]}\n")
     with pytest.raises(PolicyError, match="cannot both be given"):
@@ -68,7 +68,7 @@ def test_a_policy_gives_one_form_or_the_other_never_both(tmp_path: Any) -> None:
 
 
 def test_the_shipped_graph_templates_are_allow_lists_without_their_secrets() -> None:
-    for name in ("mentis", "mindreader"):
+    for name in ("default", "mentis", "mindreader"):
         policy = load_policy(POLICIES_DIR / f"{name}.yaml")
         assert policy.visible_properties is not None and not policy.hidden_properties.names(), name
         assert lint_warnings(policy) == [], name
