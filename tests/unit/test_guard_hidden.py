@@ -87,7 +87,9 @@ def test_reads_that_cannot_reach_a_hidden_value_are_allowed(query: str) -> None:
 
 def test_the_refusal_names_the_property_and_the_policy() -> None:
     decision = check("MATCH (a) RETURN a.embedding", {}, "analyze", HIDDEN)
-    assert decision.reason == "The query reads the property embedding (a.embedding), which policy 'default-all-properties' hides."
+    assert decision.reason == (
+        "The query reads the property embedding (a.embedding), which policy 'default-all-properties' hides."
+    )
     decision = check("MATCH (a) RETURN keys(a)", {}, "analyze", HIDDEN)
     assert decision.reason is not None and "read the properties you need by name" in decision.reason
 
@@ -118,4 +120,7 @@ def test_policy_show_says_what_is_hidden() -> None:
 
     line = "hidden properties (never named by a query, never in an answer or the schema tool): "
     assert line + "Attempt: embedding; KNOWS: secret" in render_policy(HIDDEN)
-    assert line + "none" in render_policy(DEFAULT)
+    # With no list at all, show says every property is shown (never "hidden properties: none").
+    assert line not in render_policy(DEFAULT) and "every property of a visible element is shown" in render_policy(
+        DEFAULT
+    )
