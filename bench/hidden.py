@@ -46,7 +46,10 @@ from gateway.service import Gateway
 
 EMBEDDING = [0.123456789012345] * 1024
 POLICY = load_policy().model_copy(
-    update={"hidden_properties": HiddenProperties.model_validate({"Attempt": ["embedding"]})}
+    update={
+        "hidden_properties": HiddenProperties.model_validate({"Attempt": ["embedding"]}),
+        "visible_properties": None,
+    }
 )
 AGENT = Principal(name="bench-hidden", scope=frozenset({"project-a"}))
 

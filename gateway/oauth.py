@@ -134,13 +134,16 @@ class OAuthIdentity(BaseModel):
     missing_claims: dict[str, str] = Field(default_factory=dict)
     # The names of the claims the token does carry (sorted, bounded): what the mapping could have meant.
     carried_claims: tuple[str, ...] = ()
+    # Those of the missing claims the token does carry, with null or an empty string for a value.
+    empty_claims: frozenset[str] = frozenset()
 
     def claim_warning(self) -> str | None:
         """One sentence naming each mapped claim the token lacks and the claims it carries; None when none is."""
         if not self.missing_claims:
             return None
         missing = "; ".join(
-            f"no claim {printable(claim)!r} (mapped to attribute {attribute})"
+            f"{'a null or empty' if claim in self.empty_claims else 'no'} claim {printable(claim)!r} "
+            f"(mapped to attribute {attribute})"
             for attribute, claim in self.missing_claims.items()
         )
         carried = ", ".join(self.carried_claims) or "(none)"
@@ -350,12 +353,15 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
         if (problem := identity_text_problem(claims.get(claim), limit)) is not None:
             raise TokenRefused(f"claim {claim} is not a usable name: it {problem}")
     name = claims[mapping.name_claim]
+    # Null or an empty string says no more than an absent claim: reported alike, never refused.
+    empty = {claim for claim in (mapping.layers_claim, *mapping.attribute_claims.values()) if _empty(claims, claim)}
     absent = {claim for claim in (mapping.layers_claim, *mapping.attribute_claims.values()) if claim not in claims}
+    absent |= empty
     layers = _strings(claims.get(mapping.layers_claim), mapping.layers_claim)
     _usable(layers, mapping.layers_claim)
     attributes: dict[str, frozenset[str]] = {}
     for attribute, claim in mapping.attribute_claims.items():
-        value = claims.get(claim)
+        value = None if claim in empty else claims.get(claim)
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             # No string splitting here: "acme/api acme/web" is one value or two only the issuer knows.
             raise TokenRefused(f"claim {claim} ({attribute}) is not a list of strings")
@@ -389,7 +395,16 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
         roles=roles,
         missing_claims=missing,
         carried_claims=_claim_names(claims) if missing else (),
+        empty_claims=frozenset(empty & set(missing.values())),
     )
+
+
+def _empty(claims: dict[str, Any], claim: str) -> bool:
+    """Whether the token carries ``claim`` with no value in it: null, or a string of spaces at most."""
+    if claim not in claims:
+        return False
+    value = claims[claim]
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _claim_names(claims: dict[str, Any]) -> tuple[str, ...]:

@@ -163,7 +163,7 @@ class Gateway:
             requested_scope=scope,
         )  # fmt: skip
         try:
-            result = answer.with_identity_warning(self._run(tool, cypher, params, principal, query_id, started, scope))
+            result = self._run(tool, cypher, params, principal, query_id, started, scope)
         except GatewayError as exc:
             self._audit(event.failed(exc, started))
             raise
@@ -186,7 +186,8 @@ class Gateway:
     ) -> ToolResult:
         prepared = self._prepare(tool, cypher, params, principal, requested_scope, schema_query=schema_query)
         if self.runner is None:
-            return _disabled(query_id, tool, self.disabled_reason or "no sandbox runner is configured")
+            disabled = _disabled(query_id, tool, self.disabled_reason or "no sandbox runner is configured")
+            return self._marked(disabled, standing=False, identity=not schema_query)
         limits = self.policy.tool(tool).limits
         job = job_for(
             self.policy.tool(tool), query_id=query_id, cypher=prepared.plan.cypher, params=prepared.params,
@@ -198,7 +199,7 @@ class Gateway:
         try:
             sandbox_result = self.runner.run(job, principal, arrived=started)
         except SandboxUnavailable as exc:
-            return _disabled(query_id, tool, exc.message)
+            return self._marked(_disabled(query_id, tool, exc.message), standing=False, identity=not schema_query)
         error = error_for(sandbox_result)
         if isinstance(error, Neo4jRefused) and prepared.plan.withhold_error_details and not error.from_original:
             error = scope.withheld_details(error)
@@ -209,17 +210,26 @@ class Gateway:
         notifications = sandbox_result.notifications
         if prepared.plan.withhold_data_notifications:
             notifications = scope.kept_notifications(notifications)
-        result = answer.fit(_tool_result(tool, sandbox_result, notifications), limits.max_bytes)
+        # Marked before fitting: max_bytes bounds the answer as sent, its degraded markers and
+        # their sentences included.
+        marked = self._marked(_tool_result(tool, sandbox_result, notifications), identity=not schema_query)
+        result = answer.fit(marked, limits.max_bytes)
         if result.withheld and result.rowCount < sandbox_result.row_count:
             # Rows cut to fit: count only the elements still in the answer.
             elements, _ = self.policy.withholding().apply(result.rows)
             result = result.model_copy(update={"withheld": elements})
-        if self.standing_degraded:
+        return result
+
+    def _marked(self, result: ToolResult, *, standing: bool = True, identity: bool) -> ToolResult:
+        """``result`` with the degraded markers an answer carries: the gateway's standing problem
+        (an answer the sandbox gave), and this request's token lacking a mapped claim (``identity``;
+        the schema tool's own queries leave it to the schema answer, which says it once)."""
+        if standing and self.standing_degraded:
             reason = result.degradedReason or self.standing_reason
             result = result.model_copy(
                 update={"degraded": [*result.degraded, *self.standing_degraded], "degradedReason": reason}
             )
-        return result
+        return answer.with_identity_warning(result) if identity else result
 
     def cancel(self, query_id: str) -> bool:
         """Stop a query :meth:`run` is running (from another thread): its sandbox is killed.

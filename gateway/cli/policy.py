@@ -185,6 +185,11 @@ def _handle_check(args: argparse.Namespace) -> int:
 def property_sentences(policy: Policy) -> list[str]:
     """Which properties an answer may show, and how names are compared, in a reviewer's words."""
     visible = policy.visible_properties
+    if visible is None and not policy.hidden_properties.names():
+        return [
+            "properties: no list (neither visible_properties nor hidden_properties), which fails open: every "
+            "property of a visible element is shown, a secret written to the graph later included"
+        ]
     if visible is None:
         hidden = policy.hidden_properties.by_owner()
         return [
@@ -217,6 +222,11 @@ def lint_warnings(policy: Policy) -> list[str]:
         warnings.append(
             "hidden_properties is a deny-list and fails open: a key it does not name (misspelt, or added to the "
             "graph later) is shown; list what an answer may show in visible_properties instead"
+        )
+    elif policy.visible_properties is None:
+        warnings.append(
+            "the policy names no property list, so every property of a visible element is shown (a secret "
+            "written to the graph later included); list what an answer may show in visible_properties"
         )
     if policy.scope.untagged == "global":
         warnings.append(

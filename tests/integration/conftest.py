@@ -27,6 +27,7 @@ from gateway.errors import SetupError
 from gateway.ops import images, neo4j_local
 from gateway.runner import RunnerSettings, SandboxRunner, remove_leftovers, settings_for
 from tests.support.jobs import PATIENT, SettingsFactory
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -128,8 +129,11 @@ def neo4j_image(docker_client: Any) -> str:
 
 @pytest.fixture(scope="session")
 def gateway_settings(neo4j_connection: Neo4jConnection, sandbox_image: str) -> GatewaySettings:
-    """The gateway's settings aimed at the test Neo4j and sandbox image (as `serve` would read them)."""
-    return connection_settings(neo4j_connection, sandbox_image=sandbox_image, pool_size=2)
+    """The gateway's settings aimed at the test Neo4j and sandbox image (as `serve` would read them),
+    under the default policy without its property list: these tests read their own graphs' keys."""
+    return connection_settings(
+        neo4j_connection, sandbox_image=sandbox_image, pool_size=2, policy_file=ALL_PROPERTIES_POLICY_PATH
+    )
 
 
 @pytest.fixture(scope="session")

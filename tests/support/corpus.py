@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any, Literal, TypedDict
 
 from gateway.policy import Policy, load_policy
-from tests.support.paths import CORPUS_DIR
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH, CORPUS_DIR
 
 CORPUS_PATH = CORPUS_DIR / "guard.jsonl"
 PERMISSIVE_POLICY_PATH = CORPUS_DIR / "policies" / "permissive.yaml"
@@ -23,7 +23,7 @@ class CorpusCase(TypedDict):
     rule: str | None
     tool: Literal["analyze", "recall"]
     params: dict[str, Any]
-    policy: Literal["default", "permissive", "allowlist"]
+    policy: Literal["default-all-properties", "permissive", "allowlist"]
     tags: list[str]
     note: str
     origin: str
@@ -44,7 +44,7 @@ def allowed_cases() -> list[CorpusCase]:
 def corpus_policies() -> dict[str, Policy]:
     """The policies a corpus case can name, by the name it uses."""
     return {
-        "default": load_policy(),
+        "default-all-properties": load_policy(ALL_PROPERTIES_POLICY_PATH),
         "permissive": load_policy(PERMISSIVE_POLICY_PATH),
         "allowlist": load_policy(ALLOWLIST_POLICY_PATH),
     }

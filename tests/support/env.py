@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from gateway.connection import Neo4jConnection
-from gateway.policy import DEFAULT_POLICY_PATH
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -32,13 +32,14 @@ def neo4j_env(connection: Neo4jConnection, **extra: str) -> dict[str, str]:
 
 
 def patient_policy_file(directory: Path) -> Path:
-    """The default policy with a long sandbox wait, written into ``directory``.
+    """The default policy without its property list (``ALL_PROPERTIES_POLICY_PATH``: the server
+    tests read their own graph's keys) with a long sandbox wait, written into ``directory``.
 
     A server test sends queries back to back on a small, shared machine, where refilling
     the pool can take longer than the default wait: it should see answers, not "busy"
-    (the capacity tests use the default wait). Every other line is the shipped file's.
+    (the capacity tests use the default wait). Every other line is that file's.
     """
-    text = DEFAULT_POLICY_PATH.read_text(encoding="utf-8")
+    text = ALL_PROPERTIES_POLICY_PATH.read_text(encoding="utf-8")
     assert "busy_wait_ms: 500\n" in text, "the default policy's wait moved: update this helper"
     path = directory / "patient-default-policy.yaml"
     path.write_text(text.replace("busy_wait_ms: 500\n", "busy_wait_ms: 10000\n"), encoding="utf-8")

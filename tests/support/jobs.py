@@ -10,8 +10,9 @@ from typing import Any
 from gateway.policy import Limits, Policy, SandboxPolicy, load_policy
 from gateway.runner import RunnerSettings, job_for
 from sandbox.wire import SandboxJob
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-ANALYZE = load_policy().tool("analyze")
+ANALYZE = load_policy(ALL_PROPERTIES_POLICY_PATH).tool("analyze")
 LIMITS: Limits = ANALYZE.limits
 # Tests run queries back to back on a small, shared machine, where refilling a container can
 # take seconds: they wait for a sandbox rather than get "busy" (the capacity tests use the

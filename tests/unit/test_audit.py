@@ -20,6 +20,7 @@ from gateway.identity_text import MAX_IDENTITY_CHARS
 from gateway.policy import DEFAULT_POLICY_PATH, load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
 SECRET_VALUE = "param-value-that-must-not-be-logged"
@@ -45,7 +46,9 @@ class GoneRunner(AnsweringRunner):
 def _gateway(tmp_path: Path, runner: Any, **audit_kw: Any) -> tuple[Gateway, AuditLog]:
     audit = AuditLog(tmp_path / "audit.jsonl", **audit_kw)
     # Scope rewrite off: these tests are about audit lines, not scoping (tests/test_server_e2e.py runs it all).
-    return Gateway(load_policy(), runner, audit, layers=LayerSwitches(scope_rewrite=False)), audit
+    return Gateway(
+        load_policy(ALL_PROPERTIES_POLICY_PATH), runner, audit, layers=LayerSwitches(scope_rewrite=False)
+    ), audit
 
 
 def test_one_line_per_call_with_decision_rule_and_no_values(tmp_path: Path) -> None:

@@ -17,10 +17,11 @@ from gateway.policy import Policy, load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
 from tests.support.corpus import policy_for
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
 REPO = Path(__file__).resolve().parent.parent.parent
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 PERMISSIVE = load_policy(REPO / "tests" / "corpus" / "policies" / "permissive.yaml")
 ALICE = Principal(name="alice", scope=frozenset({"l1"}))
 IDS = {rule.id for rule in catalogue.CATALOGUE}

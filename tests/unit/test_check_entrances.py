@@ -26,15 +26,15 @@ from mcp_types import TextContent
 from gateway.cli import main
 from gateway.compose import compose, stdio_principal
 from gateway.config import load_settings
-from gateway.policy import DEFAULT_POLICY_PATH
 from gateway.server import build_server, stdio_resolver
 from tests.support.corpus import CorpusCase, load_corpus
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CORPUS = load_corpus()
 TOOLS = ("analyze", "recall")
 POLICY_FILES = {
-    "default": DEFAULT_POLICY_PATH,
+    "default-all-properties": ALL_PROPERTIES_POLICY_PATH,
     "permissive": REPO / "tests" / "corpus" / "policies" / "permissive.yaml",
     "allowlist": REPO / "tests" / "corpus" / "policies" / "allowlist.yaml",
 }

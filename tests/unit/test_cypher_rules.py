@@ -12,8 +12,9 @@ from gateway.errors import QueryRejected
 from gateway.policy import Policy, load_policy
 from gateway.runner import job_for
 from sandbox.explain import ExplainRejected, check_operators_read_only
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ANYONE = Principal(name="cypher-rules")
 
 

@@ -8,8 +8,9 @@ import pytest
 
 from gateway.guard import check
 from gateway.policy import HiddenProperties, Policy, PolicyError, load_policy
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-DEFAULT = load_policy()
+DEFAULT = load_policy(ALL_PROPERTIES_POLICY_PATH)
 HIDDEN = DEFAULT.model_copy(
     update={"hidden_properties": HiddenProperties.model_validate({"Attempt": ["embedding"], "KNOWS": ["secret"]})}
 )
@@ -86,7 +87,9 @@ def test_reads_that_cannot_reach_a_hidden_value_are_allowed(query: str) -> None:
 
 def test_the_refusal_names_the_property_and_the_policy() -> None:
     decision = check("MATCH (a) RETURN a.embedding", {}, "analyze", HIDDEN)
-    assert decision.reason == "The query reads the property embedding (a.embedding), which policy 'default' hides."
+    assert decision.reason == (
+        "The query reads the property embedding (a.embedding), which policy 'default-all-properties' hides."
+    )
     decision = check("MATCH (a) RETURN keys(a)", {}, "analyze", HIDDEN)
     assert decision.reason is not None and "read the properties you need by name" in decision.reason
 
@@ -98,9 +101,8 @@ def test_a_parameter_naming_a_hidden_key_is_refused_only_by_its_value() -> None:
 
 
 def test_the_policy_section_takes_plain_keys_only(tmp_path: Any) -> None:
-    from gateway.policy import DEFAULT_POLICY_PATH
-
-    base = DEFAULT_POLICY_PATH.read_text(encoding="utf-8")
+    # The default policy without its property list: the deny-list is the only list it then gives.
+    base = ALL_PROPERTIES_POLICY_PATH.read_text(encoding="utf-8")
     for bad in ("'emb*'", "'a.embedding'", "'`x`'", "''", "' x'"):
         path = tmp_path / "p.yaml"
         path.write_text(base + f"\nhidden_properties:\n  Attempt: [{bad}]\n", encoding="utf-8")
@@ -118,4 +120,7 @@ def test_policy_show_says_what_is_hidden() -> None:
 
     line = "hidden properties (never named by a query, never in an answer or the schema tool): "
     assert line + "Attempt: embedding; KNOWS: secret" in render_policy(HIDDEN)
-    assert line + "none" in render_policy(DEFAULT)
+    # With no list at all, show says every property is shown (never "hidden properties: none").
+    assert line not in render_policy(DEFAULT) and "every property of a visible element is shown" in render_policy(
+        DEFAULT
+    )

@@ -8,14 +8,15 @@ from hypothesis import strategies as st
 from gateway.guard import RULE_IDS, Decision, check
 from gateway.policy import load_policy
 from tests.support.corpus import load_corpus
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 CORPUS = load_corpus()
 SMALL_READS = [
     c["query"]
     for c in CORPUS
     if c["expect"] == "allow"
-    and c["policy"] == "default"
+    and c["policy"] == "default-all-properties"
     and c["tool"] == "analyze"
     and not c["params"]
     and len(c["query"]) < 400

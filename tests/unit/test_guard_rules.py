@@ -8,8 +8,9 @@ import pytest
 
 from gateway.guard import RULES, Decision, check
 from gateway.policy import Limits, Policy, ToolPolicy, load_policy
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-DEFAULT = load_policy()
+DEFAULT = load_policy(ALL_PROPERTIES_POLICY_PATH)
 
 
 def _with(tool: str = "analyze", **changes: Any) -> Policy:

@@ -17,8 +17,9 @@ from gateway.guard import functions, size_walk
 from gateway.guard.bounds import DATA, ONE, Bound
 from gateway.policy import Limits, Policy, load_policy
 from tests.support.corpus import load_corpus, policy_for
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 
 
 def decide(cypher: str, params: dict[str, Any] | None = None, policy: Policy = POLICY) -> guard.Decision:

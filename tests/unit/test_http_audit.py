@@ -19,6 +19,7 @@ from gateway.domain import LayerSwitches, Principal
 from gateway.http_audit import REFUSAL_REASON_KEY, RefusalAudit
 from gateway.policy import load_policy
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
 CAROL = Principal(name="carol", scope=frozenset({"team-a"}))
@@ -65,7 +66,9 @@ def test_an_inner_layer_names_the_reason_and_the_token(tmp_path: Path) -> None:
 
 def test_an_answered_request_writes_no_refusal_and_its_tool_lines_carry_the_origin(tmp_path: Path) -> None:
     audit = AuditLog(tmp_path / "audit.jsonl")
-    gateway = Gateway(load_policy(), RunnerStub(), audit, layers=LayerSwitches(scope_rewrite=False))
+    gateway = Gateway(
+        load_policy(ALL_PROPERTIES_POLICY_PATH), RunnerStub(), audit, layers=LayerSwitches(scope_rewrite=False)
+    )
 
     async def served(scope: Any, receive: Any, send: Any) -> None:
         scope[PRINCIPAL_SCOPE_KEY] = CAROL

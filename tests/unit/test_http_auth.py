@@ -31,6 +31,7 @@ from gateway.domain import LayerSwitches, Principal
 from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
@@ -52,7 +53,9 @@ def _serve(tokens: TokenTable | None, tmp_path: Path) -> Iterator[Served]:
     audit = AuditLog(tmp_path / "audit.jsonl")
     # No runner, so nothing can run; the scope rewrite is off only so a served call reaches
     # the (absent) sandbox and answers degraded instead of being refused by scope.
-    gateway = Gateway(load_policy(), runner=None, audit=audit, layers=LayerSwitches(scope_rewrite=False))
+    gateway = Gateway(
+        load_policy(ALL_PROPERTIES_POLICY_PATH), runner=None, audit=audit, layers=LayerSwitches(scope_rewrite=False)
+    )
     server = build_server(gateway, stdio_resolver(Principal(name="stdio-must-not-be-used")))
     port = free_port()
     settings = GatewaySettings(http_port=port, http_max_body_bytes=MAX_BODY, audit_path=tmp_path / "audit.jsonl")

@@ -47,6 +47,7 @@ from gateway.policy import load_policy
 from gateway.roles import Roles
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
@@ -115,7 +116,7 @@ def _serving(tmp_path: Path, **more: Any) -> Iterator[Served]:
         http_port=port, audit_path=tmp_path / "audit.jsonl", oauth_issuer=ISSUER, oauth_resource=resource,
         oauth_jwks_url=f"http://127.0.0.1:{jwks_port}/certs", oauth_jwks_min_refresh_seconds=60, **more,
     )  # fmt: skip
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     oauth = resource_server(settings, read_attributes=policy.scope_attributes())
     assert oauth is not None
     audit = AuditLog(tmp_path / "audit.jsonl")
@@ -315,7 +316,7 @@ def test_a_stale_key_set_is_read_again_after_its_max_age() -> None:
 def test_the_tool_layer_refuses_an_ungranted_tool_even_past_the_middleware(tmp_path: Path) -> None:
     # A request that reached the tools without the middleware's body check (another wiring, a
     # future transport) is still held to the token's scopes.
-    gateway = Gateway(load_policy(), runner=None, audit=AuditLog(tmp_path / "audit.jsonl"),
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), runner=None, audit=AuditLog(tmp_path / "audit.jsonl"),
                       layers=LayerSwitches(scope_rewrite=False))  # fmt: skip
     server = build_server(gateway, stdio_resolver(Principal(name="stdio-must-not-be-used")))
     inner = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=False,
@@ -485,3 +486,22 @@ def test_a_missing_layers_claim_is_reported_only_when_the_policy_reads_layers() 
     many = {**claims, **{f"c{i:02}\n": 1 for i in range(50)}}
     named = identity(many, ClaimMapping(layers_read=True)).carried_claims
     assert len(named) == 41 and named[-1] == "… 13 more" and named[0] == "c00\\x0a"
+
+
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_a_mapped_claim_present_but_null_or_empty_is_reported_like_a_missing_one(value: Any) -> None:
+    claims = {"iss": ISSUER, "sub": "alice", "layers": value, "repos": value}
+    mapping = ClaimMapping(layers_read=True, attribute_claims={"repositories": "repos"})
+    empty = identity(claims, mapping)
+    # Still accepted, fail closed: both lists empty, and both claims named in the warning.
+    assert empty.principal.scope == frozenset() and empty.principal.attribute("repositories") == frozenset()
+    assert empty.missing_claims == {"layers": "layers", "repositories": "repos"}
+    warning = empty.claim_warning()
+    assert warning is not None
+    assert "a null or empty claim 'layers' (mapped to attribute layers)" in warning
+    assert "a null or empty claim 'repos' (mapped to attribute repositories)" in warning
+    assert "it carries: iss, layers, repos, sub." in warning
+    # An absent claim keeps its own words; an empty list is a value (global only), not a missing claim.
+    absent = identity({"iss": ISSUER, "sub": "alice", "repos": value}, mapping).claim_warning()
+    assert absent is not None and "no claim 'layers' (mapped to attribute layers)" in absent
+    assert identity({**claims, "layers": [], "repos": []}, ClaimMapping(layers_read=True)).claim_warning() is None

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.policy import POLICIES_DIR
-from tests.support.paths import REPO
+from gateway.policy import POLICIES_DIR, load_policy
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH, REPO
 
 
 def show(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -57,3 +57,13 @@ def test_a_path_elsewhere_is_never_taken_for_a_shipped_policy(tmp_path: Path) ->
     assert result.returncode == 2
     assert f"no policy '{missing}': looked for the file {missing};" in result.stderr
     assert "shipped policy named" not in result.stderr
+
+
+def test_the_all_properties_test_policy_is_the_shipped_default_but_for_its_property_list() -> None:
+    # The guard corpus and the guard/scope/sandbox tests run under it: were it to drift from the
+    # shipped default (limits, functions, scope), they would stop testing what ships.
+    shipped = load_policy().model_dump(exclude={"name", "description", "visible_properties"})
+    test_only = load_policy(ALL_PROPERTIES_POLICY_PATH)
+    assert test_only.model_dump(exclude={"name", "description", "visible_properties"}) == shipped
+    assert test_only.visible_properties is None and not test_only.hidden_properties.names()
+    assert load_policy().visible_properties is not None

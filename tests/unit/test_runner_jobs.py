@@ -8,6 +8,7 @@ from typing import Any
 from gateway.runner import error_for
 from gateway.runner.jobs import TERMINATE_CYPHER, terminate_job
 from sandbox.wire import TX_METADATA_QUERY_ID, SandboxError, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 
 def test_error_mapping_uses_the_gateway_taxonomy() -> None:
@@ -31,7 +32,7 @@ def test_jobs_and_settings_come_from_the_policy_and_the_settings() -> None:
     from gateway.policy import load_policy
     from gateway.runner import job_for, settings_for
 
-    tool = load_policy().tool("analyze")
+    tool = load_policy(ALL_PROPERTIES_POLICY_PATH).tool("analyze")
     job = job_for(tool, query_id="q", cypher="RETURN 1", params={}, result_check=None)
     assert (job.timeout_seconds, job.max_rows, job.max_bytes) == (
         tool.limits.timeout_seconds, tool.limits.max_rows, tool.limits.max_bytes,

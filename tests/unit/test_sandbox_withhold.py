@@ -13,6 +13,7 @@ from sandbox.serialize import RowCollector, encode
 from sandbox.wire import ElementCondition, ElementRule, SandboxJob, SandboxResult, ScopeCheck, WireError, decode
 from sandbox.wire import to_json as wire_json
 from sandbox.withhold import Withholding
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
 HIDDEN = {"Attempt": ["embedding"], "KNOWS": ["secret"]}
@@ -150,7 +151,7 @@ def test_an_answer_without_hiding_labels_says_nothing() -> None:
 
 
 def test_the_job_carries_the_policy_s_hidden_properties_and_the_wire_reads_them_strictly() -> None:
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     hidden = HiddenProperties.model_validate(HIDDEN)
     job = job_for(policy.tool("analyze"), query_id="q", cypher="RETURN 1", params={}, result_check=None,
                   hidden_properties=hidden.by_owner())  # fmt: skip
@@ -174,7 +175,9 @@ class _Schema(RunnerStub):
 
 
 def test_the_schema_tool_never_lists_a_hidden_key_and_its_own_keys_query_still_runs() -> None:
-    policy = load_policy().model_copy(update={"hidden_properties": HiddenProperties.model_validate(HIDDEN)})
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
+        update={"hidden_properties": HiddenProperties.model_validate(HIDDEN)}
+    )
     runner = _Schema()
     result = Gateway(policy, runner).schema(Principal(name="alice", scope=frozenset({"l1"})))
     assert result.propertyKeys == ["uid"]
@@ -188,7 +191,9 @@ class _Whole(RunnerStub):
 
 
 def test_the_answer_says_how_many_elements_are_shown_without_hidden_keys() -> None:
-    policy = load_policy().model_copy(update={"hidden_properties": HiddenProperties.model_validate(HIDDEN)})
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
+        update={"hidden_properties": HiddenProperties.model_validate(HIDDEN)}
+    )
     result = Gateway(policy, _Whole()).run("analyze", "MATCH (a:Attempt) RETURN a", {}, Principal(name="alice"))
     assert result.withheld == 1 and result.degraded == []
 
@@ -200,7 +205,9 @@ class _Large(RunnerStub):
 
 
 def test_the_count_follows_rows_cut_to_fit_the_answer() -> None:
-    policy = load_policy().model_copy(update={"hidden_properties": HiddenProperties.model_validate(HIDDEN)})
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
+        update={"hidden_properties": HiddenProperties.model_validate(HIDDEN)}
+    )
     result = Gateway(policy, _Large()).run("analyze", "MATCH (a:Attempt) RETURN a", {}, Principal(name="alice"))
     assert result.truncated and 0 < result.rowCount < 3
     assert result.withheld == result.rowCount

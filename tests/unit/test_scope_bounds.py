@@ -21,8 +21,9 @@ from gateway.cypher import ast
 from gateway.domain import Principal
 from gateway.policy import load_policy
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 LIMITS = POLICY.tool("analyze").limits
 GATEWAY = Gateway(POLICY, runner=None)
 ANYONE = Principal(name="bounds", scope=frozenset({"l1"}))

@@ -13,8 +13,9 @@ from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
 from gateway.scope.calls import REFUSED_FUNCTIONS, SAFE_FUNCTION_GROUPS, function_is_safe
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ANYONE = Principal(name="calls")
 
 # fmt: off

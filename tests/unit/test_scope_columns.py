@@ -12,8 +12,9 @@ import pytest
 from gateway import guard, scope
 from gateway.domain import Principal
 from gateway.policy import load_policy
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ANYONE = Principal(name="columns")
 
 

@@ -20,9 +20,10 @@ from gateway.policy import load_policy
 from gateway.scope import coverage, passes
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ALICE = Principal(name="alice", scope=frozenset({"l1"}))
 
 # One query per kind of node that owns patterns.

@@ -27,9 +27,10 @@ from gateway.scope.passes import bound_before, needs_path_predicate
 from gateway.scope.predicates import Predicates, quote_name
 from gateway.scope.rules import ToolRules
 from tests.support.corpus import load_corpus
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.shapes import ADVERSARIAL_WHERE
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ANYONE = Principal(name="scope-invariants")
 
 

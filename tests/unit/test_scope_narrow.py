@@ -13,9 +13,10 @@ from gateway.errors import InvalidInput, QueryRejected
 from gateway.policy import Policy, load_policy
 from gateway.scope.narrow import narrowed
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 MENTIS = load_policy(POLICIES / "mentis.yaml")
 RULES = load_policy(Path(__file__).resolve().parents[1] / "policies" / "rules.yaml")

@@ -15,9 +15,10 @@ from gateway.service import Gateway
 from sandbox.bolt import notifications_of
 from sandbox.query_api import notifications_from
 from sandbox.wire import Notification, SandboxJob, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ALICE = Principal(name="alice", scope=frozenset({"project-a"}))
 DEPRECATED = "Neo.ClientNotification.Statement.FeatureDeprecationWarning"
 UNKNOWN_LABEL = "Neo.ClientNotification.Statement.UnknownLabelWarning"

@@ -9,8 +9,9 @@ from gateway.cypher import ParsedQuery
 from gateway.domain import LayerSwitches, Principal
 from gateway.errors import Neo4jRefused
 from gateway.policy import Policy, load_policy
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 BOB = Principal(name="bob", scope=frozenset({"project-b", "project-a"}))
 QUERY = "MATCH (a:Fact)-[r]->(b) RETURN b.id AS id"
 

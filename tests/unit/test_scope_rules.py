@@ -16,6 +16,7 @@ from gateway.scope.predicates import Predicates
 from gateway.scope.rules import ToolRules
 from sandbox.scope_check import confirm_derived, filter_rows
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 RULES_POLICY = Path(__file__).resolve().parents[1] / "policies" / "rules.yaml"
 POLICY = load_policy(RULES_POLICY)
@@ -40,7 +41,7 @@ def _invalid(raw: dict[str, Any], tmp_path: Path) -> str:
 
 
 def test_the_default_rule_is_membership_on_the_layers_property_as_before() -> None:
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     old = Predicates("layers", "__gw_scope", ("CONTRADICTS", "SUPERSEDES"))
     new = Predicates("layers", "__gw_scope", ("CONTRADICTS", "SUPERSEDES"), rules=ToolRules.of(policy, "analyze"))
     assert new.node_visible("n", frozenset({"Fact"})) == old.node_visible("n") == old.visible("n")
@@ -347,7 +348,7 @@ def test_policy_show_says_every_rule_as_a_sentence() -> None:
         "(and so is anything derived from it)"
     ) in sentences
     assert "scope: an Attempt is visible when" in render_policy(POLICY)
-    default = rule_sentences(load_policy())
+    default = rule_sentences(load_policy(ALL_PROPERTIES_POLICY_PATH))
     assert default == [
         "an element of a label or type not named below is visible when its layers is an empty list or shares an "
         "entry with the caller's layers"

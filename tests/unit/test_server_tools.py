@@ -25,6 +25,7 @@ from gateway.policy import load_policy
 from gateway.server import build_server, stdio_resolver
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
 P = Principal(name="t", scope=frozenset({"l1"}))
@@ -64,7 +65,7 @@ COUNT = {"cypher": "MATCH (n) RETURN count(n) AS c"}
 
 
 def test_tools_are_read_only_strict_and_structured() -> None:
-    server = build_server(Gateway(load_policy(), None), stdio_resolver(P))
+    server = build_server(Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), None), stdio_resolver(P))
 
     async def go() -> Any:
         async with Client(server) as client:
@@ -89,7 +90,7 @@ def test_tools_are_read_only_strict_and_structured() -> None:
 
 
 def test_server_says_its_version_and_the_workflow() -> None:
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     server = build_server(Gateway(policy, None), stdio_resolver(P))
 
     async def go() -> Any:
@@ -108,7 +109,7 @@ def test_server_says_its_version_and_the_workflow() -> None:
 
 
 def test_success_and_each_error_code_on_the_wire() -> None:
-    gateway = Gateway(load_policy(), Answering())
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), Answering())
     ok, write, typo, unknown_tool, empty = _calls(
         gateway, ("analyze", COUNT), ("analyze", {"cypher": "MERGE (n:X)"}),
         ("analyze", {**COUNT, "parms": {"a": 1}}), ("drop_everything", COUNT), ("analyze", {"cypher": ""}),
@@ -121,7 +122,7 @@ def test_success_and_each_error_code_on_the_wire() -> None:
 
 
 def test_argument_errors_name_the_argument_not_pydantic() -> None:
-    gateway = Gateway(load_policy(), Answering())
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), Answering())
     typo, wrong_type, bad_enum, missing = _calls(
         gateway, ("analyze", {**COUNT, "parms": {"secret-value": 1}}), ("analyze", {**COUNT, "params": "secret-value"}),
         ("check", {**COUNT, "tool": "delete"}), ("recall", {"params": {}}),
@@ -140,7 +141,7 @@ def test_argument_errors_name_the_argument_not_pydantic() -> None:
     [("timeout", "timeout"), ("neo4j_refused", "neo4j_refused"), ("unavailable", "unavailable")],
 )
 def test_sandbox_failures_are_tool_errors_not_crashes(sandbox_code: Any, wire_code: str) -> None:
-    gateway = Gateway(load_policy(), Answering(SandboxError(code=sandbox_code, message="m")))
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), Answering(SandboxError(code=sandbox_code, message="m")))
     failed, after = _calls(gateway, ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"}))
     assert _error(failed)["code"] == wire_code
     assert not after.is_error  # the session survived
@@ -153,7 +154,9 @@ class AtCapacity(RunnerStub):
 
 def test_busy_is_a_tool_error_with_a_retry_hint() -> None:
     busy, after = _calls(
-        Gateway(load_policy(), AtCapacity()), ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"})
+        Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), AtCapacity()),
+        ("analyze", COUNT),
+        ("check", {**COUNT, "tool": "analyze"}),
     )
     assert _error(busy) == {
         "code": "busy",
@@ -165,7 +168,7 @@ def test_busy_is_a_tool_error_with_a_retry_hint() -> None:
 
 
 def test_policy_resource_is_the_active_policy() -> None:
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     server = build_server(Gateway(policy, None), stdio_resolver(P), resource_principal=P)
 
     async def go() -> Any:
@@ -188,7 +191,7 @@ class Broken(RunnerStub):
 
 def test_an_unexpected_exception_is_a_typed_internal_error_with_its_audit_line(tmp_path: Any) -> None:
     audit = AuditLog(tmp_path / "audit.jsonl")
-    gateway = Gateway(load_policy(), Broken(), audit=audit)
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), Broken(), audit=audit)
     failed, after = _calls(gateway, ("analyze", COUNT), ("check", {**COUNT, "tool": "analyze"}))
     body = _error(failed)
     assert body["code"] == "internal" and body["queryId"] in body["message"]
@@ -201,7 +204,7 @@ def test_an_unexpected_exception_is_a_typed_internal_error_with_its_audit_line(t
 
 def test_an_exception_before_the_gateway_is_reached_is_typed_and_audited(tmp_path: Any) -> None:
     audit = AuditLog(tmp_path / "audit.jsonl")
-    gateway = Gateway(load_policy(), Answering(), audit=audit)
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), Answering(), audit=audit)
 
     def resolve(ctx: Any) -> Any:
         raise KeyError("no principal table")
@@ -220,7 +223,11 @@ def test_an_exception_before_the_gateway_is_reached_is_typed_and_audited(tmp_pat
 
 def test_a_disabled_tool_says_why_in_the_answer_and_in_a_log_notification() -> None:
     reason = "sandbox image cypher-gateway/sandbox:x is not present (build it: cypher-gateway images build sandbox)"
-    server = build_server(Gateway(load_policy(), None, disabled_reason=reason), stdio_resolver(P), resource_principal=P)
+    server = build_server(
+        Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), None, disabled_reason=reason),
+        stdio_resolver(P),
+        resource_principal=P,
+    )
     logged: list[Any] = []
 
     async def on_log(params: Any) -> None:
@@ -242,13 +249,13 @@ def test_a_disabled_tool_says_why_in_the_answer_and_in_a_log_notification() -> N
 def test_a_request_scope_narrows_over_the_wire_and_a_wider_one_is_a_rule() -> None:
     runner = Answering()
     narrowed, empty, wider = _calls(
-        Gateway(load_policy(), runner),
+        Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), runner),
         ("analyze", {"cypher": "MATCH (n:Fact) RETURN n.text AS t", "scope": ["l1"]}),
         ("analyze", {"cypher": "MATCH (n:Fact) RETURN n.text AS t", "scope": []}),
         ("check", {"cypher": "RETURN 1 AS x", "tool": "analyze", "scope": ["l2"]}),
     )
     assert not narrowed.is_error and not empty.is_error
-    key = load_policy().scope.scope_parameter
+    key = load_policy(ALL_PROPERTIES_POLICY_PATH).scope.scope_parameter
     assert [job.params[key] for job in runner.jobs] == [["l1"], []]
     assert wider.structured_content["allowed"] is False and wider.structured_content["rule"] == "scope.wider"
 
@@ -277,7 +284,9 @@ def test_a_request_scope_per_attribute_narrows_over_the_wire_and_an_unappliable_
 
 
 def test_the_scope_argument_schema_describes_the_list_and_the_mapping_form() -> None:
-    server = build_server(Gateway(load_policy(), Answering()), stdio_resolver(P), resource_principal=P)
+    server = build_server(
+        Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), Answering()), stdio_resolver(P), resource_principal=P
+    )
 
     async def go() -> Any:
         async with Client(server) as client:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway import answer
-from gateway.audit import AuditLog
+from gateway.audit import REQUEST_ORIGIN, AuditLog, Origin
 from gateway.domain import LayerSwitches, Principal
 from gateway.errors import (
     InternalError,
@@ -22,12 +22,14 @@ from gateway.errors import (
     QueryTimeout,
     SandboxUnavailable,
 )
+from gateway.oauth import ClaimMapping, identity
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from sandbox.wire import SandboxError, SandboxJob, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 SCOPE_KEY = POLICY.scope.scope_parameter
 ALICE = Principal(name="alice", scope=frozenset({"l2", "l1"}))
 COUNT = "MATCH (n:Fact) RETURN count(n) AS c"
@@ -202,3 +204,41 @@ def test_cancel_is_passed_to_the_runner() -> None:
     runner = Cancellable()
     assert Gateway(POLICY, runner).cancel("q-1") is True and runner.cancelled == ["q-1"]
     assert Gateway(POLICY, None).cancel("q-2") is False
+
+
+def _one_row_answer(size: int) -> dict[str, Any]:
+    """A sandbox answer of one ASCII string of ``size`` characters."""
+    return {"columns": ["v"], "rows": [["x" * size]], "row_count": 1, "bytes": size + 4}
+
+
+def test_the_claim_missing_sentence_is_fitted_within_the_policy_bytes() -> None:
+    limit = POLICY.tool("analyze").limits.max_bytes
+    # A row that leaves 10 bytes of the limit unused: it fits as long as nothing is added after fitting.
+    base = answer.model_size(Gateway(POLICY, Recording(_one_row_answer(0))).run("analyze", COUNT, {}, ALICE))
+    size = (limit - 10 - base) // 2  # an ASCII character is sent twice: structured and in the text block
+    runner = Recording(_one_row_answer(size))
+    plain = Gateway(POLICY, runner).run("analyze", COUNT, {}, ALICE)
+    assert not plain.truncated and limit - 12 <= answer.model_size(plain) <= limit
+    mapping = ClaimMapping(layers_read=True, attribute_claims={"repositories": "repos"})
+    sentence = identity({"iss": "https://idp.example", "sub": "alice"}, mapping).claim_warning()
+    assert sentence is not None and len(sentence) > 100
+    token = REQUEST_ORIGIN.set(Origin(claim_warning=sentence))
+    try:
+        warned = Gateway(POLICY, runner).run("analyze", COUNT, {}, ALICE)
+    finally:
+        REQUEST_ORIGIN.reset(token)
+    assert warned.degraded == ["identity:claim-missing"] and warned.degradedReason == sentence
+    # The whole result as sent, text block and structured content, stays within max_bytes: the row goes.
+    assert answer.model_size(warned) <= limit
+    assert warned.truncated and warned.truncation == "bytes" and warned.rowCount == 0
+
+
+def test_a_standing_problem_is_fitted_within_the_policy_bytes() -> None:
+    limit = POLICY.tool("analyze").limits.max_bytes
+    base = answer.model_size(Gateway(POLICY, Recording(_one_row_answer(0))).run("analyze", COUNT, {}, ALICE))
+    runner = Recording(_one_row_answer((limit - 10 - base) // 2))
+    reason = "the scope property occurs on no element of the graph; " * 4
+    gateway = Gateway(POLICY, runner, standing_degraded=["scope:property-missing"], standing_reason=reason)
+    marked = gateway.run("analyze", COUNT, {}, ALICE)
+    assert marked.degraded == ["scope:property-missing"] and answer.model_size(marked) <= limit
+    assert marked.truncated and marked.rowCount == 0

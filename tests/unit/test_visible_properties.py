@@ -24,6 +24,7 @@ from sandbox.tagged import TYPE_KEY
 from sandbox.wire import SandboxJob, SandboxResult, VisibleKeys, WireError, decode
 from sandbox.wire import to_json as wire_json
 from sandbox.withhold import Owners, Withholding, owners_of
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stub_runner import RunnerStub
 
 MENTIS = load_policy(POLICIES_DIR / "mentis.yaml")
@@ -32,7 +33,9 @@ VISIBLE = {
     "relationships": {"HAS_TASK": ["since"]},
     "default": ["name"],
 }
-ALLOW = load_policy().model_copy(update={"visible_properties": VisibleProperties.model_validate(VISIBLE)})
+ALLOW = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
+    update={"visible_properties": VisibleProperties.model_validate(VISIBLE)}
+)
 ALICE = Principal(name="alice", scope=frozenset({"l1"}))
 
 
@@ -54,7 +57,7 @@ def _rel(rel_type: str, **props: Any) -> dict[str, Any]:
 
 
 def test_a_policy_gives_one_form_or_the_other_never_both(tmp_path: Any) -> None:
-    base = (POLICIES_DIR / "default.yaml").read_text(encoding="utf-8")
+    base = ALL_PROPERTIES_POLICY_PATH.read_text(encoding="utf-8")
     both = tmp_path / "both.yaml"
     both.write_text(base + "\nhidden_properties: {Repository: [apiToken]}\nvisible_properties: {default: [name]}\n")
     with pytest.raises(PolicyError, match="cannot both be given"):
@@ -65,7 +68,7 @@ def test_a_policy_gives_one_form_or_the_other_never_both(tmp_path: Any) -> None:
 
 
 def test_the_shipped_graph_templates_are_allow_lists_without_their_secrets() -> None:
-    for name in ("mentis", "mindreader"):
+    for name in ("default", "mentis", "mindreader"):
         policy = load_policy(POLICIES_DIR / f"{name}.yaml")
         assert policy.visible_properties is not None and not policy.hidden_properties.names(), name
         assert lint_warnings(policy) == [], name
@@ -262,7 +265,7 @@ def test_policy_show_states_the_form_and_the_case_rule() -> None:
     shown = render_policy(MENTIS)
     assert "an allow-list (visible_properties), which fails closed" in shown and "names are exact" in shown
     assert "visible properties of :Task: id, title" in shown
-    deny = load_policy().model_copy(
+    deny = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
         update={"hidden_properties": HiddenProperties.model_validate({"Repository": ["apiToken"]})}
     )
     assert "a deny-list (hidden_properties), which fails open" in render_policy(deny)
@@ -270,11 +273,35 @@ def test_policy_show_states_the_form_and_the_case_rule() -> None:
 
 
 def test_lint_warns_that_a_deny_list_fails_open() -> None:
-    deny = load_policy().model_copy(
+    deny = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
         update={"hidden_properties": HiddenProperties.model_validate({"Repository": ["api_token"]})}
     )
     assert any("deny-list and fails open" in warning for warning in lint_warnings(deny))
-    assert not any("deny-list" in warning for warning in lint_warnings(load_policy()))
+    assert not any("names no property list" in warning for warning in lint_warnings(deny))
+    assert not any("deny-list" in warning for warning in lint_warnings(load_policy(ALL_PROPERTIES_POLICY_PATH)))
+
+
+def test_a_policy_with_neither_list_is_accepted_and_lint_and_show_say_every_property_is_shown() -> None:
+    shows_all = load_policy(ALL_PROPERTIES_POLICY_PATH)
+    assert shows_all.visible_properties is None and not shows_all.hidden_properties.names()
+    assert not shows_all.hides_properties() and not shows_all.key_hidden_everywhere("apiToken")
+    assert any("names no property list, so every property" in warning for warning in lint_warnings(shows_all))
+    assert "properties: no list (neither visible_properties nor hidden_properties), which fails open: every " in (
+        render_policy(shows_all)
+    )
+
+
+def test_the_shipped_default_policy_is_an_allow_list_showing_nothing_by_default() -> None:
+    default = load_policy()
+    assert default.visible_properties is not None and default.visible_properties.default == frozenset()
+    assert not default.hidden_properties.names()
+    assert not any("fails open" in warning or "property list" in warning for warning in lint_warnings(default))
+    shown = render_policy(default)
+    assert "properties: an allow-list (visible_properties), which fails closed" in shown
+    assert "visible properties by default: (none)" in shown
+    # A key the demo graph does not carry, or carries under another case, is hidden everywhere.
+    assert default.key_hidden_everywhere("apiToken") and default.key_hidden_everywhere("TEXT")
+    assert not default.key_hidden_everywhere("text")
 
 
 def test_a_visible_key_no_element_carries_is_a_finding_with_its_near_miss() -> None:
@@ -291,7 +318,7 @@ def test_the_mnr_harness_shows_its_fixture_key_and_nothing_else() -> None:
     assert widened.visible_properties is not None and MENTIS.visible_properties is not None
     assert widened.visible_properties.on_every_node("uid") and widened.visible_properties.on_every_relationship("uid")
     assert widened.visible_properties.names() - MENTIS.visible_properties.names() == {"uid"}
-    assert harness_policy(load_policy(), "uid") is not None
+    assert harness_policy(load_policy(ALL_PROPERTIES_POLICY_PATH), "uid") is not None
 
 
 def test_a_rebuilt_element_is_owned_by_its_labels_or_type_whatever_its_properties() -> None:

@@ -32,9 +32,10 @@ from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.service import Gateway
 from sandbox.bolt import QUERY_ID_KEY
 from tests.support.graph import unique_label
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.ports import free_port
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 # How often the monitor asks: often enough to see a 1 s stall, rarely enough to stay out of the way.
 PROBE_INTERVAL_S = 0.1
 

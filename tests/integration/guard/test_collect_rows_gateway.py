@@ -19,10 +19,11 @@ from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from sandbox.wire import SandboxJob, SandboxResult
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 AGENT = Principal(name="collect-rows-agent", scope=frozenset())
 PARAMS = {"s": "s" * 200}
 # Two UNWINDs of static ranges: 10^6 x 10^3 rows, each a string of toString(x) + $s.

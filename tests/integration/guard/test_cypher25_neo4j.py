@@ -26,10 +26,11 @@ from gateway.service import Gateway
 from tests.integration.guard.test_guard_neo4j import _BITS
 from tests.support.corpus import load_corpus
 from tests.support.jobs import patient
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.requires_2026
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 CYPHER25_READS = [
     c["query"] for c in load_corpus() if c["expect"] == "allow" and "cypher25" in c["tags"] and not c["params"]
 ]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.corpus import load_corpus, plans_on_this_server
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
 
@@ -110,12 +111,15 @@ def test_differential_fuzz_nothing_the_guard_allows_plans_as_a_write(neo4j_drive
     from gateway.guard import check
     from gateway.policy import load_policy
 
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     rng = random.Random(20261202)
     reads = [
         c["query"]
         for c in ALLOWED
-        if len(c["query"]) < 400 and not c["params"] and c["policy"] == "default" and "cypher25" not in c["tags"]
+        if len(c["query"]) < 400
+        and not c["params"]
+        and c["policy"] == "default-all-properties"
+        and "cypher25" not in c["tags"]
     ]
     allowed = 0
     with neo4j_driver.session(database=neo4j_connection.database) as session:

@@ -23,6 +23,7 @@ from gateway.policy import HiddenProperties, load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026
 
@@ -32,7 +33,7 @@ SECRET = f"AAsecret{uuid.uuid4().hex[:8]}"
 EMBEDDING = [0.918273645, 0.564738291, 0.192837465, 0.746352819]
 SECRET_VALUE = "attempt secret 7f3a9c"
 REL_SECRET = "relationship secret 91c2be"
-OFF = load_policy()
+OFF = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ON = OFF.model_copy(
     update={"hidden_properties": HiddenProperties.model_validate({"Attempt": ["embedding", SECRET], "KNOWS": [SECRET]})}
 )

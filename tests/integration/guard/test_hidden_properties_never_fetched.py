@@ -41,6 +41,7 @@ from gateway.mnr import seed
 from gateway.policy import POLICIES_DIR, HiddenProperties, Policy, VisibleProperties, load_policy
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026
 
@@ -48,7 +49,7 @@ MARKER = f"NeverFetched{uuid.uuid4().hex[:8]}"
 SECRET = "attempt secret 5d1e0a"
 REL_SECRET = "relationship secret 0b77c4"
 EMBEDDING = [0.314159265358979] * 64
-POLICY = load_policy().model_copy(
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
     update={
         "hidden_properties": HiddenProperties.model_validate(
             {"Attempt": ["embedding", "secret", "layers"], "KNOWS": ["secret"]}
@@ -56,7 +57,7 @@ POLICY = load_policy().model_copy(
     }
 )
 # The same keys shown by an allow-list: every key not listed for an element's labels or type is hidden.
-VISIBLE_POLICY = load_policy().model_copy(
+VISIBLE_POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
     update={
         "visible_properties": VisibleProperties.model_validate(
             {"nodes": {"Attempt": ["uid", "action"], "Fact": ["uid"]}, "relationships": {"KNOWS": ["since", "uid"]}}

@@ -24,10 +24,11 @@ from gateway.domain import Principal, ToolResult
 from gateway.policy import HiddenProperties, load_policy
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 MARKER = f"Weightless{uuid.uuid4().hex[:8]}"
 EMBEDDING = [0.123456789012345] * 1024
-POLICY = load_policy().model_copy(
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH).model_copy(
     update={"hidden_properties": HiddenProperties.model_validate({"Attempt": ["embedding", "layers"]})}
 )
 AGENT = Principal(name="weightless-agent", scope=frozenset({"project-a"}))

@@ -25,6 +25,7 @@ from gateway.policy import HiddenProperties, VisibleProperties, load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026
 
@@ -33,7 +34,7 @@ MARKER = f"VisibleProps{uuid.uuid4().hex[:8]}"
 TOKEN_KEY = f"AAapiToken{uuid.uuid4().hex[:6]}"
 TOKEN = "tok-s3cr3t-4be1f09c"
 REPO_TITLE = "repository title 51d0e2"  # Repository carries a title the allow-list lists for Task only
-BASE = load_policy()
+BASE = load_policy(ALL_PROPERTIES_POLICY_PATH)
 DENY = BASE.model_copy(update={"hidden_properties": HiddenProperties.model_validate({"Repository": ["api_token"]})})
 ALLOW = BASE.model_copy(
     update={

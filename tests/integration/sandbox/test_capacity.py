@@ -26,6 +26,7 @@ from gateway.runner.docker_io import sandbox_spec
 from gateway.service import Gateway
 from sandbox.wire import SOCKET_PATH, SandboxJob, SandboxResult
 from tests.support.jobs import SettingsFactory, make_job
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.waiting import returns_within, wait_until
 
 # A read Neo4j runs until the job's own timeout stops it: it holds its container meanwhile.
@@ -71,7 +72,7 @@ def test_busy_when_every_container_is_taken_and_the_wait_ends(
     # One container in all: while it runs one query, nothing else can be started.
     runner = start(cleanup, runner_settings(pool_size=1, max_containers=1), SandboxPolicy(busy_wait_ms=300), 1)
     audit = AuditLog(tmp_path / "audit.jsonl")
-    gateway = Gateway(load_policy(), runner, audit)
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), runner, audit)
     holding = Holding(runner, ALICE)
     with pytest.raises(Busy) as busy:
         returns_within(lambda: gateway.run("analyze", "RETURN 1 AS x", {}, BOB), timeout=60, what="a query at capacity")

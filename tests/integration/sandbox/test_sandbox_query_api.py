@@ -13,6 +13,7 @@ from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from tests.support.graph import count_label, fingerprint, unique_label
 from tests.support.jobs import make_job
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026  # runs on 5.26 and again on 2026.x
 
@@ -47,7 +48,9 @@ def test_query_api_notifications_carry_codes_and_scope_keeps_the_text_only_ones(
         "Neo.ClientNotification.Statement.UnknownLabelWarning",
     )
     assert {(n.gql_status, n.code) for n in raw.notifications} == {(None, deprecated), (None, unknown_label)}
-    scoped = Gateway(load_policy(), query_api_runner).run("analyze", cypher, {}, Principal(name="anyone"))
+    scoped = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), query_api_runner).run(
+        "analyze", cypher, {}, Principal(name="anyone")
+    )
     assert [n.code for n in scoped.notifications] == [deprecated]
 
 

@@ -25,6 +25,7 @@ from gateway.policy import Policy, ToolName, load_policy
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph
 from tests.support.jobs import patient
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.rows import RunScoped, Scoped
 
 FIXTURE = Path(__file__).resolve().parent / "scope_fixture.cypher"
@@ -33,7 +34,7 @@ MARKER = "ScopeFixture"
 
 @pytest.fixture(scope="module")
 def gateway(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[Gateway]:
-    """A Gateway composed as ``serve`` composes it under the default policy, patient: a test
+    """A Gateway composed as ``serve`` composes it (under ``gateway_settings``'s policy), patient: a test
     measures answers, so its calls wait for a container rather than hear ``busy``."""
     composed = compose(gateway_settings, policy=patient(load_policy(gateway_settings.policy_file)), audit=False)
     assert composed.problems == [] and composed.runner is not None, composed.problems
@@ -44,7 +45,7 @@ def gateway(gateway_settings: GatewaySettings, docker_client: Any) -> Iterator[G
 
 @pytest.fixture(scope="session")
 def policy() -> Policy:
-    return load_policy()
+    return load_policy(ALL_PROPERTIES_POLICY_PATH)
 
 
 @pytest.fixture(scope="session")

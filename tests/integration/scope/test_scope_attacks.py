@@ -22,8 +22,9 @@ from gateway.errors import Neo4jRefused, QueryRejected
 from gateway.policy import Policy, load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 A = Principal(name="alice", scope=frozenset({"project-a"}))
 B = Principal(name="bob", scope=frozenset({"project-b"}))
 NOBODY = Principal(name="forgot-the-scope")  # empty scope: global-only

@@ -22,8 +22,9 @@ from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import Policy, ToolName, load_policy
 from tests.support.graph import labelled_graph
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 SCOPE_PARAM = POLICY.scope.scope_parameter
 A = ["project-a"]
 B = ["project-b"]

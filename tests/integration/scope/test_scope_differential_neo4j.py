@@ -24,8 +24,9 @@ from gateway import guard, scope
 from gateway.domain import Principal
 from gateway.policy import load_policy
 from tests.integration.scope.test_scope_attacks_neo4j import SEED
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 SCOPE_PARAM = POLICY.scope.scope_parameter
 ANYONE = Principal(name="scope-differential")
 HIDDEN_TYPES = set(POLICY.scope.bookkeeping_relationship_types) | set(POLICY.tool("analyze").denied_relationship_types)

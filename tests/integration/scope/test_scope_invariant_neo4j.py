@@ -25,9 +25,10 @@ from gateway.errors import QueryRejected
 from gateway.policy import load_policy
 from tests.support.corpus import allowed_cases, plans_on_this_server, policy_for
 from tests.support.invariant import compare
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.tck import TckScenario, named_graph, scenarios
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 ANYONE = Principal(name="invariant")
 # Reads the rewrite refuses on purpose, by scenario: each a decision, not a difference. (A
 # non-existent function is refused by the guard first, as function.unreviewed.)

@@ -10,6 +10,7 @@ import pytest
 
 from sandbox.scope_check import filter_rows
 from sandbox.wire import ScopeCheck
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.rows import RunScoped, ids, leaked_secrets
 
 A: list[str] = ["project-a"]
@@ -271,7 +272,7 @@ def test_every_adversarial_shape_rewrites_to_cypher_neo4j_plans_as_a_read(scope_
     from gateway.policy import load_policy
     from tests.support.shapes import ADVERSARIAL_WHERE
 
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     for query in ADVERSARIAL_WHERE:
         decision = guard.check(query, {}, "analyze", policy)
         assert decision.allowed and decision.parsed is not None, query

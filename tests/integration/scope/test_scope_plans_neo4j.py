@@ -16,8 +16,9 @@ from gateway import guard, scope
 from gateway.domain import Principal
 from gateway.policy import load_policy
 from tests.support.graph import labelled_graph, unique_label
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,9 @@ from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph, unique_label
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 A = Principal(name="alice", scope=frozenset({"project-a"}))
 
 

@@ -22,6 +22,7 @@ from gateway.scope.rules import ToolRules, request_now
 from sandbox.rule_checks import now_instant
 from sandbox.scope_check import _Rules
 from sandbox.wire import ElementRule, ScopeCheck
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026
 
@@ -68,7 +69,7 @@ def marker(neo4j_driver: Any, neo4j_connection: Any) -> Iterator[str]:
 def _text() -> str:
     from gateway.policy import load_policy
 
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     rules = ToolRules.of(policy, "analyze")
     return rules._rule("n", VisibilityRule(kind="time_valid"), 0)
 

@@ -26,6 +26,7 @@ from gateway.domain import Principal
 from gateway.policy import load_policy
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph, unique_label
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.stats import mann_whitney_p
 
 pytestmark = [pytest.mark.neo4j2026, pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -64,7 +65,7 @@ def graph(neo4j_driver: Any) -> Iterator[str]:
 
 
 def oracle_query(graph: str) -> str:
-    policy = load_policy()
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     for expensive in EXPENSIVE:
         query = TEMPLATE.format(g=graph, expensive=expensive)
         if guard.check(query, {"k": K, **RIGHT}, "analyze", policy).allowed:

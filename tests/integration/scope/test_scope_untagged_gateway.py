@@ -19,10 +19,11 @@ from gateway.runner import SandboxRunner
 from gateway.scope.predicates import Predicates
 from gateway.service import Gateway
 from tests.support.graph import labelled_graph, unique_label
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 pytestmark = pytest.mark.neo4j2026
 
-POLICY = load_policy()
+POLICY = load_policy(ALL_PROPERTIES_POLICY_PATH)
 NOBODY = Principal(name="empty-scope", scope=frozenset())
 SCOPED = Principal(name="scoped", scope=frozenset({"secret"}))
 

@@ -17,6 +17,7 @@ from gateway.errors import Neo4jRefused
 from gateway.policy import load_policy
 from gateway.runner import SandboxRunner
 from gateway.service import Gateway
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 
 @pytest.fixture()
@@ -28,7 +29,7 @@ def dated(neo4j_driver: Any) -> Iterator[str]:
 
 
 def test_a_runtime_error_through_the_real_sandbox_quotes_no_value(sandbox_runner: SandboxRunner, dated: str) -> None:
-    gateway = Gateway(load_policy(), sandbox_runner)
+    gateway = Gateway(load_policy(ALL_PROPERTIES_POLICY_PATH), sandbox_runner)
     with pytest.raises(Neo4jRefused) as refused:
         gateway.run("analyze", f"MATCH (n:`{dated}`) RETURN date(n.text) AS d", {}, Principal(name="t"))
     assert refused.value.message.startswith("Neo4j refused the query: ")

@@ -108,7 +108,7 @@ def test_http_session_answers_a_reviewer(
     assert [c["attributes"] for c in calls] == [{}, {}, {}, {"repositories": ["acme/api"]}]
     sha = _policy_sha256(audit_path)
     for line in lines:
-        assert (line["policy"], line["policy_sha256"]) == ("default", sha)
+        assert (line["policy"], line["policy_sha256"]) == ("default-all-properties", sha)
         assert (line["transport"], line["client"]) == ("http", "127.0.0.1")
         assert line["subject"] is None and line["issuer"] is None  # a tokens-file principal, not a JWT
     assert calls[0]["param_keys"] == ["floor", "note"] and calls[2]["rule"] == "write.clause"
@@ -180,7 +180,7 @@ def test_stdio_session_answers_a_reviewer(
         assert (line["principal"], line["scope"], line["transport"], line["client"]) == (
             "stdio-agent", [seeded_graph.layer], "stdio", None)  # fmt: skip
         assert line["attributes"] == {"repositories": ["acme/api", "acme/web"], "tenants": []}
-        assert (line["policy"], line["policy_sha256"]) == ("default", sha)
+        assert (line["policy"], line["policy_sha256"]) == ("default-all-properties", sha)
     assert lines[2]["param_count"] == 1 and len(lines[2]["param_keys"][0]) == MAX_KEY_CHARS + 1
     assert audit_path.stat().st_size < 20_000  # a million-character key did not land in the log
     log = stderr_path.read_text()

@@ -23,10 +23,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.audit import AuditLog
 from gateway.connection import Neo4jConnection
-from gateway.policy import DEFAULT_POLICY_PATH
 from gateway.runner.docker_io import LABEL_OWNER
 from tests.support.env import server_env
-from tests.support.paths import GATEWAY_CLI, REPO
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH, GATEWAY_CLI, REPO
 from tests.support.ports import free_port
 from tests.support.server import start_http_server, stop
 from tests.support.waiting import wait_until
@@ -51,7 +50,7 @@ def _transactions(driver: Any, marker: str) -> list[str]:
 @pytest.fixture(scope="module")
 def slow_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default policy with a timeout no test waits for."""
-    policy = yaml.safe_load(DEFAULT_POLICY_PATH.read_text(encoding="utf-8"))
+    policy = yaml.safe_load(ALL_PROPERTIES_POLICY_PATH.read_text(encoding="utf-8"))
     policy["name"] = "default-slow"
     for tool in policy["tools"].values():
         tool["limits"] = {**tool["limits"], "timeout_seconds": SLOW_POLICY_TIMEOUT}

@@ -13,10 +13,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from gateway.connection import Neo4jConnection
-from gateway.policy import DEFAULT_POLICY_PATH
 from tests.support.env import server_env
 from tests.support.graph import labelled_graph
-from tests.support.paths import GATEWAY_CLI, REPO
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH, GATEWAY_CLI, REPO
 
 
 def test_a_scope_property_the_graph_never_carries_degrades_every_answer(
@@ -26,7 +25,9 @@ def test_a_scope_property_the_graph_never_carries_degrades_every_answer(
     prop, label = f"layers_{unique}", f"ServeFit{unique}"
     policy = tmp_path / "policy.yaml"
     policy.write_text(
-        DEFAULT_POLICY_PATH.read_text(encoding="utf-8").replace("layers_property: layers", f"layers_property: {prop}"),
+        ALL_PROPERTIES_POLICY_PATH.read_text(encoding="utf-8").replace(
+            "layers_property: layers", f"layers_property: {prop}"
+        ),
         encoding="utf-8",
     )
     env = server_env(neo4j_connection, sandbox_image, tmp_path / "audit.jsonl", GATEWAY_POLICY_FILE=str(policy))

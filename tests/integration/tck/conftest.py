@@ -33,6 +33,7 @@ from gateway.policy import load_policy
 from gateway.runner import SandboxRunner, remove_leftovers, settings_for
 from gateway.runner.docker_io import owner_label
 from tests.support.jobs import PATIENT
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.tck import tck_dir, tck_version
 from tests.support.tck_run import TckHarness
 from tests.support.tck_tally import Tally
@@ -102,8 +103,9 @@ def tck_harness(tck_neo4j: TckNeo4j, sandbox_image: str, docker_client: Any) -> 
     # A patient wait for a sandbox: scenarios come back to back on a shared 2-core machine.
     runner = SandboxRunner(settings_for(settings, forwarder_network=tck_neo4j.network), PATIENT)
     # The TCK's graphs carry no layers property and its expected tables none either: this run opts
-    # into `untagged: global` (the policy setting for such graphs) so every element is visible.
-    policy = load_policy(settings.policy_file)
+    # into `untagged: global` (the policy setting for such graphs) so every element is visible. Its
+    # expected tables hold every property: the default policy without its property list.
+    policy = load_policy(ALL_PROPERTIES_POLICY_PATH)
     policy = policy.model_copy(update={"scope": policy.scope.model_copy(update={"untagged": "global"})})
     composed = compose(settings, runner=runner, policy=policy, audit=False)
     try:
