@@ -26,6 +26,7 @@ from gateway.policy import HiddenProperties, load_policy
 from gateway.runner import SandboxRunner
 from tests.support.env import neo4j_env
 from tests.support.mnr import SUITE_HEADER
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 CLI = [sys.executable, "-m", "gateway.cli"]
 HEADER = SUITE_HEADER
@@ -325,12 +326,12 @@ def test_a_text_selector_catches_a_secret_a_misspelt_hidden_property_lets_throug
     (tmp_path / "misspelt.cypher").write_text(MISSPELT_FIXTURE)
     path = tmp_path / "misspelt.mnr.yaml"
     path.write_text(
-        HEADER.replace("builtin:memory", "misspelt.cypher")
+        HEADER.replace("builtin:memory", "misspelt.cypher").replace("policy: default", "policy: default-all-properties")
         + "  - id: repositories\n    query: MATCH (r:MnrMisspelt) RETURN r\n"
         "    must_not_retrieve: [{text: s3cr3t}]\n"
     )
     suite = load_suite(path)
-    default = load_policy()
+    default = load_policy(ALL_PROPERTIES_POLICY_PATH)  # no allow-list: the deny-list alone decides
     misspelt = default.model_copy(update={"hidden_properties": HiddenProperties({"Repository": ["api_token"]})})
     spelt = default.model_copy(update={"hidden_properties": HiddenProperties({"Repository": ["apiToken"]})})
     try:
