@@ -24,6 +24,7 @@ from gateway.domain import Principal
 from gateway.errors import SandboxUnavailable
 from gateway.managed_neo4j import TLS_HOST
 from tests.integration.tls.conftest import TlsNeo4j
+from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 from tests.support.waiting import returns_within
 
 AGENT = Principal(name="tls-test", scope=frozenset())
@@ -34,11 +35,15 @@ BOLT_MAGIC = b"\x60\x60\xb0\x17"
 def gateway_for(
     server: Neo4jConnection, sandbox_image: str, tmp_path: Path, uri: str, **settings: Any
 ) -> Iterator[Composed]:
-    """The Gateway ``serve`` would build for ``uri`` (and ``settings``), with its pool full."""
+    """The Gateway ``serve`` would build for ``uri`` (and ``settings``), with its pool full.
+
+    Under the default policy without its property list: the seeded nodes' keys are the test's own.
+    """
     composed = compose(
         load_settings(
             neo4j_uri=uri, neo4j_user=server.user, neo4j_password=server.password, neo4j_database=server.database,
-            sandbox_image=sandbox_image, pool_size=1, audit_path=tmp_path / "audit.jsonl", **settings,
+            sandbox_image=sandbox_image, pool_size=1, audit_path=tmp_path / "audit.jsonl",
+            policy_file=ALL_PROPERTIES_POLICY_PATH, **settings,
         ),
         audit=False,
     )  # fmt: skip
