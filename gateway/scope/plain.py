@@ -7,12 +7,13 @@ column of a RETURN is like that the RETURN is left as the agent wrote it.
 
 The reading is a whitelist: an expression is plain only when its every possible value is a
 plain value (a number, string, boolean, temporal, point, null, or a list of them). A property of a
-node or relationship is plain (stored properties are); functions whose result is always plain
-are named in ``_PLAIN_FUNCTIONS``; those that return one of their arguments are plain when their
-arguments are. A variable is plain when every binding of its name in the whole query is plain
-(``WITH count(*) AS c``, ``UNWIND [1, 2] AS x``). Anything else (a variable bound by a pattern, a
-map, ``COLLECT {}``, an unknown function) is not: the
-projection stays, so a wrong "not plain" costs planning time, never a hidden value.
+node or relationship is plain (stored properties are); a function is read from the function table
+(``gateway/guard/functions.py``, its ``result``): "plain" always is, "arguments" (``min``,
+``head``, ``coalesce``) is when its arguments are, any other is not. A variable is plain when
+every binding of its name in the whole query is plain (``WITH count(*) AS c``, ``UNWIND [1, 2]
+AS x``). Anything else (a variable bound by a pattern, a map, ``COLLECT {}``, an unknown
+function) is not: the projection stays, so a wrong "not plain" costs planning time, never a
+hidden value.
 """
 
 from __future__ import annotations
@@ -20,31 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from gateway.cypher import ast
+from gateway.guard import functions
 
-# Functions whose result is a plain value whatever their arguments (lower case).
-_PLAIN_FUNCTIONS = frozenset(
-    {
-        # aggregates over values
-        "count", "sum", "avg", "stdev", "stdevp", "percentilecont", "percentiledisc",
-        # element facts
-        "id", "elementid", "type", "labels", "length", "size", "exists", "isempty", "valuetype",
-        # numbers
-        "abs", "ceil", "floor", "round", "sign", "rand", "sqrt", "exp", "log", "log10", "e", "pi",
-        "sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians", "haversin",
-        "isnan", "tointeger", "tofloat", "toboolean", "tostring", "tointegerornull", "tofloatornull",
-        "tobooleanornull", "tostringornull", "tointegerlist", "tofloatlist", "tobooleanlist", "tostringlist",
-        # strings
-        "tolower", "toupper", "lower", "upper", "trim", "ltrim", "rtrim", "btrim", "substring", "replace",
-        "split", "left", "right", "char_length", "character_length", "normalize", "randomuuid",
-        # time and space
-        "timestamp", "date", "datetime", "localdatetime", "localtime", "time", "duration", "point",
-        "point.distance", "distance", "date.truncate", "datetime.truncate", "duration.between",
-        "duration.inseconds", "duration.indays", "duration.inmonths",
-        "range",
-    }
-)  # fmt: skip
-# Functions whose result is one of their arguments (or elements of them): plain when those are.
-_PASSING_FUNCTIONS = frozenset({"min", "max", "collect", "head", "last", "tail", "coalesce", "reverse", "nullif"})
 # Operators whose result is a boolean whatever their operands.
 _BOOLEAN_OPERATORS = frozenset(
     {"OR", "XOR", "AND", "=", "<>", "<", ">", "<=", ">=", "=~", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS"}
@@ -97,10 +75,9 @@ class Plainness:
         if isinstance(expr, ast.Slice):
             return self.plain(expr.subject)
         if isinstance(expr, ast.FunctionCall):
-            name = expr.name.lower()
-            if name in _PLAIN_FUNCTIONS:
-                return True
-            return name in _PASSING_FUNCTIONS and not expr.star and all(self.plain(a) for a in expr.args)
+            row = functions.lookup(expr.name)
+            result = row.result if row is not None else None
+            return result == "plain" or (result == "arguments" and all(self.plain(a) for a in expr.args))
         if isinstance(expr, ast.Case):
             results = [when.result for when in expr.whens] + ([expr.default] if expr.default is not None else [])
             return all(self.plain(result) for result in results)

@@ -133,3 +133,15 @@ def test_a_function_the_table_does_not_mark_is_a_computed_key_to_the_hidden_chec
     assert row is not None and row.returns is None
     assert _hidden("MATCH (n) RETURN n[toString(n.x)] AS v") is not None
     assert _hidden("MATCH (n) RETURN toString(n.x)[n.k] AS v") is not None
+
+
+def test_a_function_whose_result_can_hold_an_element_is_never_read_as_plain() -> None:
+    # The projection of hidden properties skips a RETURN of plain columns (gateway/scope/plain.py).
+    for name in ("nodes", "relationships", "startNode", "endNode", "properties"):
+        row = functions.lookup(name)
+        assert row is not None and row.result is None, name
+    for name in ("min", "max", "collect", "head", "last", "coalesce"):
+        row = functions.lookup(name)
+        assert row is not None and row.result == "arguments", name
+    numbers = [row.name for row in functions.FUNCTIONS.values() if row.returns == "number"]
+    assert numbers and all(functions.FUNCTIONS[n.lower()].result == "plain" for n in numbers), numbers
