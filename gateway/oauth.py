@@ -354,9 +354,9 @@ def identity(claims: dict[str, Any], mapping: ClaimMapping) -> OAuthIdentity:
             raise TokenRefused(f"claim {claim} is not a usable name: it {problem}")
     name = claims[mapping.name_claim]
     # Null or an empty string says no more than an absent claim: reported alike, never refused.
-    empty = {claim for claim in (mapping.layers_claim, *mapping.attribute_claims.values()) if _empty(claims, claim)}
-    absent = {claim for claim in (mapping.layers_claim, *mapping.attribute_claims.values()) if claim not in claims}
-    absent |= empty
+    read_claims = (mapping.layers_claim, *mapping.attribute_claims.values())
+    empty = {claim for claim in read_claims if _empty(claims, claim)}
+    absent = {claim for claim in read_claims if claim not in claims} | empty
     layers = _strings(claims.get(mapping.layers_claim), mapping.layers_claim)
     _usable(layers, mapping.layers_claim)
     attributes: dict[str, frozenset[str]] = {}
