@@ -169,6 +169,11 @@ CHECKS: dict[RuleKind, KindCheck] = {
 }
 
 
+def walks(rule: ElementRule) -> bool:
+    """``rule`` or a rule composed into it is a derived walk (the gateway's ``rule_kinds.needs_neo4j``)."""
+    return rule.kind == "derived" or any(walks(sub) for sub in rule.rules)
+
+
 def reads(rule: ElementRule) -> list[str]:
     """The element properties ``rule``'s check reads (an unknown kind reads nothing: it is False)."""
     found = CHECKS.get(rule.kind)

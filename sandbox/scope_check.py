@@ -6,7 +6,9 @@ and the wire models. When the rewrite (layer 1) works, this finds nothing; it is
 the net under it. It holds the rewrite's rules (docs/decisions/0018): per label and type, each
 rule is decided by its kind's check (``sandbox/rule_checks.py``) from the serialized element;
 filters and pins too; an element some check leaves to Neo4j (a derived walk) is visible only
-when Neo4j, asked in the job's own READ transaction (``confirm_derived``), says so.
+when Neo4j, asked in the job's own READ transaction (``confirm_derived``), says so. A node
+carrying a label whose rule walks to a parent together with any other named label is hidden
+here, without asking (the rewrite's rule: one parent, nothing else with its own rule).
 
 A row that holds any node, relationship or path outside the scope is dropped as
 a whole, not just the element: its other columns may be derived from the
@@ -26,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sandbox.rule_checks import check, now_instant
+from sandbox.rule_checks import check, now_instant, walks
 from sandbox.tagged import TYPE_KEY, elements
 from sandbox.wire import ElementCondition, ElementRule, ScopeCheck
 
@@ -81,6 +83,9 @@ class _Rules:
         labels = item.get("labels")
         if not isinstance(properties, dict) or not isinstance(labels, list):
             return False
+        carried = {label: self.scope.nodes[label] for label in labels if label in self.scope.nodes}
+        if len(carried) > 1 and any(walks(rule) for rule in carried.values()):
+            return False  # a label that walks to its one parent, and another named label: malformed
         ask_neo4j = False
         named = False
         for label in labels:

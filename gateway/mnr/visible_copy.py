@@ -241,13 +241,9 @@ class VisibilityModel:
         """Every named label's rule, every filter and pin of a label it carries; the default without one."""
         scope = self.policy.scope
         pins = self.policy.tool(self.tool).pins
-        walking = [
-            label
-            for label in node.labels
-            if (r := scope.nodes.get(label)) is not None and any(p.kind == "derived" for p in _parts(r))
-        ]
-        if len(walking) > 1:
-            return False  # two labels whose rules walk to a parent: two parents claimed, hidden whatever they are
+        named = node.labels & set(scope.nodes)
+        if len(named) > 1 and any(any(p.kind == "derived" for p in _parts(scope.nodes[label])) for label in named):
+            return False  # a label that walks to its one parent, and another named label: malformed, hidden
         for label in node.labels:
             rule = scope.nodes.get(label)
             if rule is not None:

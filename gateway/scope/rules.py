@@ -9,14 +9,17 @@ A node is visible when every named label it carries holds its rule, filters and 
 default rule when it carries none of the named labels. What the pattern states (``labels``)
 only simplifies: a stated label's condition is written without its label test, the others
 stay guarded by one (``NOT x:L OR …``), so a node with an extra label at run time is held to
-that label's rule too. An extra label never widens. A node carrying two labels with derived
-rules is hidden (two parents claimed), so once the pattern states one, the others are plain
-label tests and the node is walked once.
+that label's rule too. An extra label never widens. A label whose rule walks to an anchor
+(derived, or composed with a derived rule) says "this node belongs to its one parent": a node
+carrying one together with any other named label is malformed and hidden. So once the pattern
+states a named label, every label it cannot also carry is a plain label test, and the node is
+walked at most once (not at all when the stated label is not derived); a node stating none keeps
+one guarded walk per derived label, each holding only where it is the node's one named label.
 
 No text here can raise on any stored value: every property is read inside ``CASE`` (0005) or
 compared under ``coalesce``. A derived rule becomes one ``EXISTS`` over its whole walk, a
-``MATCH <hop> WHERE <anchor's other conditions>`` per declared anchor; inside an anchor, a derived
-label the anchor's pattern does not state hides the node rather than walking again, so the text
+``MATCH <hop> WHERE <anchor's other conditions>`` per declared anchor; an anchor states its one
+label, so a derived label it does not state hides it rather than walking again, and the text
 is bounded by the (acyclic, checked by the policy) chain of declared anchors. Labels ruled like
 the default share its one predicate (docs/decisions/0028).
 """
@@ -83,7 +86,12 @@ def _any_of(var: str, labels: list[str]) -> str:
 
 
 def _none_of(var: str, labels: list[str]) -> str:
-    return " AND ".join(f"NOT {var}:{quote(label)}" for label in labels)
+    tests = " AND ".join(f"NOT {var}:{quote(label)}" for label in labels)
+    item = f"{_PREFIX}k"
+    # One test over the node's labels, when that is the shorter text (Neo4j's planning time grows
+    # with the text's size; docs/neo4j-facts.md).
+    listed = f"none({item} IN labels({var}) WHERE {item} IN [{', '.join(map(literal, labels))}])"
+    return listed if len(listed) < len(tests) else tests
 
 
 @dataclass(frozen=True)
@@ -188,36 +196,65 @@ class ToolRules:
             return f"any({bound} IN [{var}] WHERE {self.node(bound, labels, depth)})"
         # Labels ruled exactly like the default share its one predicate (written once below).
         shared = self._shared()
-        parts: list[str] = []
-        absent: list[str] = []  # labels the node must not carry
         derived = self._derived_labels()
-        # A node carrying two derived labels is hidden (each says "visible through its one parent";
-        # both at once is malformed data): one walk per node, never one per label it might carry.
-        # Once the pattern states a derived label, the others are plain label tests.
-        if len(labels & derived) > 1:
+        stated = labels & named
+        # A derived label says "this node belongs to its one parent": a node carrying one together
+        # with any other named label is malformed data and hidden (narrower, never wider). So a
+        # pattern that states a named label rules out the labels it cannot also carry, and each
+        # is a plain label test instead of a walk.
+        if stated & derived and len(stated) > 1:
             return FALSE
-        alone = depth > 0 or bool(labels & derived)
-        if not alone and len(derived & set(conditioned)) > 1:
-            item = f"{_PREFIX}k"
-            names = ", ".join(literal(label) for label in sorted(derived))
-            parts.append(f"size([{item} IN labels({var}) WHERE {item} IN [{names}]]) <= 1")
+        excluded = self._excluded(stated, derived, named, depth)
+        # Nothing named stated: each derived label's walk holds only when it is the node's one named
+        # label; several walks share one test of that, a single walk carries it.
+        alone = not stated and depth == 0
+        shared_test = alone and len(derived) > 1
+        parts: list[str] = []
         for label in conditioned:
-            stated = label in labels
+            if label in excluded:
+                continue
             condition = self._label(
-                var, label, depth, stated=stated, chained=chained, own_rule=label not in shared, alone=alone
+                var, label, depth, stated=label in labels, chained=chained, own_rule=label not in shared
             )
-            if stated or condition == TRUE:
+            if label in labels or condition == TRUE:
                 parts.append(condition)
             elif condition == FALSE:
-                absent.append(label)
+                excluded.add(label)
             else:
+                if alone and not shared_test and label in derived:
+                    condition = _and([_none_of(var, sorted(named - {label})), condition])
                 parts.append(f"(NOT {var}:{quote(label)} OR {condition})")
-        if absent:
-            parts.insert(0, _none_of(var, absent))
-        default = self._default(var, labels, depth, named, shared)
+        if shared_test:
+            parts.insert(0, self._one_named(var, derived - excluded, named - excluded))
+        if excluded:
+            parts.insert(0, _none_of(var, sorted(excluded)))
+        default = self._default(var, labels, depth, named - excluded, shared - excluded)
         if default is not None:
             parts.insert(0, default)
         return _and(parts)
+
+    @staticmethod
+    def _excluded(stated: frozenset[str], derived: frozenset[str], named: set[str], depth: int) -> set[str]:
+        """The named labels a node whose pattern states ``stated`` must not carry to be visible.
+
+        A stated derived label: every other named label. Another stated named label, or an anchor
+        (whose path states its label): every derived label not stated, so an anchor never walks again
+        through a label its path does not state and the text stays bounded by the chain of anchors.
+        """
+        if stated & derived:
+            return set(named - stated)
+        if stated or depth > 0:
+            return set(derived - stated)
+        return set()
+
+    @staticmethod
+    def _one_named(var: str, derived: frozenset[str], named: set[str]) -> str:
+        """A node carrying a derived label carries no other named label."""
+        item = f"{_PREFIX}k"
+        carried = f"size([{item} IN labels({var}) WHERE {item} IN [{', '.join(map(literal, sorted(named)))}]]) <= 1"
+        if len(named - derived) <= 1:
+            return carried  # two named labels carried: one is derived
+        return f"({carried} OR {_none_of(var, sorted(derived))})"
 
     def label_condition(self, var: str, label: str) -> str:
         """One named label's own condition (its rule, filters and pin), the part ``node`` holds for it."""
@@ -273,22 +310,14 @@ class ToolRules:
         stated: bool,
         chained: bool = False,
         own_rule: bool = True,
-        alone: bool = False,
     ) -> str:
         """``label``'s conditions; ``own_rule`` False: its rule shares the default's, written once apart,
-        so only what it asks beyond the default is written here.
-
-        ``alone``: another derived label is stated (or ``var`` is an anchor), so this derived label,
-        unstated, hides the node rather than walking again.
-        """
+        so only what it asks beyond the default is written here."""
         parts: list[str] = []
         full = self.scope.nodes.get(label)
         rule = full if own_rule or full is None else composition.without(full, self.scope.default)
-        if rule is not None and full is not None:
-            if rule_kinds.needs_neo4j(rule) and alone and not stated:
-                parts.append(FALSE)
-            elif not (is_derived(full) and stated and chained):
-                parts.append(self._rule(var, rule, depth))
+        if rule is not None and full is not None and not (is_derived(full) and stated and chained):
+            parts.append(self._rule(var, rule, depth))
         parts += [self._filter(var, f, depth) for f in self.filters.get(label, ())]
         pin = self.pins.get(label)
         if pin is not None:

@@ -226,6 +226,25 @@ def test_a_node_with_two_derived_labels_is_not_in_the_copy() -> None:
     assert set(_visible(MENTIS, graph, "analyze", alice).nodes) == {"r1", "t1"}
 
 
+def test_a_node_with_a_derived_and_another_named_label_is_not_in_the_copy() -> None:
+    graph = _graph(
+        [
+            ("r1", {"Repository"}, {"name": "acme/payments"}),
+            ("t1", {"Task"}, {"id": "T"}),
+            # Its repository name is alice's and a visible repository has it as a task: hidden all the same.
+            ("both", {"Repository", "Task"}, {"name": "acme/payments", "id": "U"}),
+            ("a1", {"Attempt"}, {}),
+        ],
+        [
+            ("h1", "HAS_TASK", "r1", "t1", {}),
+            ("h2", "HAS_TASK", "r1", "both", {}),
+            ("x1", "HAS_ATTEMPT", "both", "a1", {}),
+        ],
+    )
+    alice = Principal(name="alice", attributes={"repositories": frozenset({"acme/payments"})})
+    assert set(_visible(MENTIS, graph, "analyze", alice).nodes) == {"r1", "t1"}
+
+
 def test_written_order_evaluates_each_where_whole() -> None:
     query = Query((Clause("MATCH (a)", ("a.x = 1", "size(a.y) > 2"), droppable=False), Clause("RETURN a")))
     assert written_order(query).text() == (

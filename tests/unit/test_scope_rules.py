@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gateway.domain import LayerSwitches, Principal
-from gateway.policy import Policy, PolicyError, load_policy
+from gateway.policy import POLICIES_DIR, Policy, PolicyError, load_policy
 from gateway.scope import plan
 from gateway.scope.predicates import Predicates
 from gateway.scope.rules import ToolRules
@@ -20,6 +20,7 @@ from tests.support.paths import ALL_PROPERTIES_POLICY_PATH
 
 RULES_POLICY = Path(__file__).resolve().parents[1] / "policies" / "rules.yaml"
 POLICY = load_policy(RULES_POLICY)
+MENTIS = load_policy(POLICIES_DIR / "mentis.yaml")
 NO_REWRITE = LayerSwitches(scope_rewrite=False)  # params and the result check do not depend on it
 ALICE = Principal(name="alice", scope=frozenset({"team"}), attributes={"repositories": frozenset({"repo-a"})})
 
@@ -65,12 +66,15 @@ def test_an_extra_label_at_run_time_is_held_to_its_rule_too() -> None:
     # Catalog is public, but a node that is also Bookkeeping (denied) or a Repository is not waved through.
     assert "NOT n:Bookkeeping" in text
     assert "(NOT n:Repository OR coalesce(n.name IN" in text
-    assert "(NOT n:Task OR EXISTS {" in text
+    # A derived label beside another named one hides the node: a label test, not a walk.
+    assert "NOT n:Task" in text and "EXISTS" not in text
 
 
 def test_a_node_with_no_named_label_follows_the_default_rule() -> None:
     text = ToolRules.of(POLICY, "analyze").node("n")
-    assert text.startswith("(((n:Attempt OR n:Bookkeeping OR n:Catalog OR n:Fact OR n:Repository OR n:Task) OR any(")
+    # Bookkeeping (denied) hides a node whatever else it carries: it exempts nothing.
+    assert text.startswith("(((n:Attempt OR n:Catalog OR n:Fact OR n:Repository OR n:Task) OR any(")
+    assert " AND NOT n:Bookkeeping AND " in text
     assert "$__gw_scope" in text
 
 
@@ -83,7 +87,8 @@ def test_public_and_denied() -> None:
 def test_derived_is_an_exists_over_the_declared_path_with_the_anchor_held_to_its_own_rule() -> None:
     text = ToolRules.of(POLICY, "analyze").node("n", frozenset({"Attempt"}))
     assert text.startswith(
-        "(NOT n:Bookkeeping AND NOT n:Task AND EXISTS { MATCH (n)<-[:HAS_ATTEMPT]-(__gw_a0:Task) WHERE "
+        "(NOT n:Bookkeeping AND NOT n:Catalog AND NOT n:Fact AND NOT n:Repository AND NOT n:Task AND EXISTS "
+        "{ MATCH (n)<-[:HAS_ATTEMPT]-(__gw_a0:Task) WHERE "
     )
     # The Task anchor is itself derived: the same EXISTS walks on to its Repository's equality
     # rule, in a MATCH of its own (no relationship uniqueness across the hops, as nested EXISTS).
@@ -91,8 +96,10 @@ def test_derived_is_an_exists_over_the_declared_path_with_the_anchor_held_to_its
     assert " MATCH (__gw_a0)<-[:HAS_TASK]-(__gw_a1:Repository) WHERE " in walk
     assert "coalesce(__gw_a1.name IN $__gw_attr_repositories, false)" in walk
     assert text.count("EXISTS {") == text.count("MATCH (n)") == 1  # the stated label's walk only
-    # An anchor carrying a derived label its path does not state is hidden, never recursed into.
-    assert "NOT __gw_a0:Attempt" in text and "NOT __gw_a1:Task" in text
+    # An anchor carrying a derived label its path does not state is hidden, never recursed into;
+    # the Task anchor carries no other named label (five label tests, written as the shorter one).
+    assert "WHERE none(__gw_k IN labels(__gw_a0) WHERE __gw_k IN ['Attempt', 'Bookkeeping', 'Catalog', " in text
+    assert "NOT __gw_a1:Task" in text
 
 
 def test_a_node_with_two_derived_labels_is_hidden_whatever_the_pattern_states() -> None:
@@ -101,8 +108,46 @@ def test_a_node_with_two_derived_labels_is_hidden_whatever_the_pattern_states() 
     assert "NOT n:Task AND EXISTS" in rules.node("n", frozenset({"Attempt"}))
     # Nothing stated: one walk per derived label it may carry, and at most one of them carried.
     unstated = rules.node("n")
-    assert "size([__gw_k IN labels(n) WHERE __gw_k IN ['Attempt', 'Task']]) <= 1" in unstated
+    assert (
+        "(size([__gw_k IN labels(n) WHERE __gw_k IN ['Attempt', 'Catalog', 'Fact', 'Repository', 'Task']]) <= 1 "
+        "OR NOT n:Attempt AND NOT n:Task)"
+    ) in unstated
     assert unstated.count("EXISTS {") == 2
+
+
+def test_a_stated_label_that_is_not_derived_writes_no_walk() -> None:
+    # Under mentis a Repository could also carry Task, Attempt or Conclusion at run time; such a
+    # node is hidden, so the text tests the labels and walks nowhere.
+    text = ToolRules.of(MENTIS, "analyze").node("r", frozenset({"Repository"}))
+    assert "EXISTS" not in text
+    assert text == (
+        "(NOT r:Attempt AND NOT r:Conclusion AND NOT r:Task AND coalesce(r.name IN $__gw_attr_repositories, false))"
+    )
+
+
+def test_an_unlabelled_node_walks_once_per_derived_label_and_carries_no_other_named_label() -> None:
+    text = ToolRules.of(MENTIS, "analyze").node("t")
+    assert text.count("EXISTS {") == 3  # Task, Attempt, Conclusion: each guarded by its label test
+    assert "(NOT t:Task OR EXISTS { MATCH (t)<-[:HAS_TASK]-(__gw_a0:Repository)" in text
+    # One named label at most: the only label that is not derived is Repository, so two named
+    # labels always include a derived one.
+    assert "size([__gw_k IN labels(t) WHERE __gw_k IN ['Attempt', 'Conclusion', 'Repository', 'Task']]) <= 1" in text
+    # With several labels that are not derived, two of them together are still visible.
+    rules = ToolRules.of(POLICY, "analyze").node("n")
+    assert "(size([__gw_k IN labels(n) WHERE __gw_k IN " in rules
+    assert "]]) <= 1 OR NOT n:Attempt AND NOT n:Task)" in rules
+
+
+def test_an_anchor_tests_the_other_named_labels_and_holds_no_second_rule() -> None:
+    text = ToolRules.of(MENTIS, "analyze").node("a", frozenset({"Attempt"}))
+    walk = text.split("EXISTS {")[1]
+    # The Task anchor: no (NOT __gw_a0:Repository OR <equality>), a plain label test.
+    assert (
+        "MATCH (a)<-[:HAS_ATTEMPT]-(__gw_a0:Task) WHERE NOT __gw_a0:Attempt AND NOT __gw_a0:Conclusion "
+        "AND NOT __gw_a0:Repository MATCH"
+    ) in walk
+    assert "__gw_a0.name" not in walk and "__gw_a1.name IN $__gw_attr_repositories" in walk
+    assert text.count("EXISTS {") == 1
 
 
 def test_an_expression_is_bound_to_a_name_before_label_tests_and_patterns() -> None:
@@ -308,6 +353,20 @@ def test_layer2_derived_elements_are_hidden_unless_neo4j_confirms_them() -> None
     assert _kept(rows, check) == [rows[2]]  # nothing confirmed: every derived element hidden
 
 
+def test_layer2_hides_a_derived_label_beside_another_named_label_without_asking_neo4j() -> None:
+    def ask(text: str, params: dict[str, Any]) -> list[str]:
+        raise AssertionError("asked")
+
+    check = _check()
+    # Each label's own rule could hold (a visible repository name, a walk Neo4j might confirm).
+    both = _node("n1", ["Repository", "Task"], name="repo-a")
+    public_too = _node("n2", ["Attempt", "Catalog"])
+    rows = [[both], [public_too]]
+    confirmed = confirm_derived(rows, check, {"n1": "4:db:1", "n2": "4:db:2"}, {}, ask)
+    assert confirmed == frozenset()
+    assert _kept(rows, check, confirmed=frozenset({"n1", "n2"})) == []
+
+
 def test_a_result_without_derived_elements_asks_nothing() -> None:
     def ask(text: str, params: dict[str, Any]) -> list[str]:
         raise AssertionError("asked")
@@ -347,6 +406,10 @@ def test_policy_show_says_every_rule_as_a_sentence() -> None:
         "under recall, a Task is visible only when its id equals the request's $taskId "
         "(and so is anything derived from it)"
     ) in sentences
+    assert (
+        "a node labelled Attempt or Task (visible through its one parent) that carries any other named label "
+        "is hidden, whatever each rule says"
+    ) in sentences
     assert "scope: an Attempt is visible when" in render_policy(POLICY)
     default = rule_sentences(load_policy(ALL_PROPERTIES_POLICY_PATH))
     assert default == [
@@ -379,7 +442,14 @@ def test_labels_ruled_like_the_default_share_its_one_predicate() -> None:
     assert "EXISTS { MATCH (n)-[:ABOUT]->(__gw_a0:Entity)" in mindreader.node("n", frozenset({"Fact"}))
     # Its filters still hold for a Fact, stated or not.
     assert "any(__gw_tf IN [n.validFrom]" in mindreader.node("n", frozenset({"Fact"}))
-    assert "(NOT n:Fact OR (EXISTS { MATCH (n)-[:ABOUT]->(__gw_a0:Entity)" in mindreader.node("n")
+    # Nothing named stated: the one walk holds only for a Fact that carries no other named label.
+    assert (
+        "(NOT n:Fact OR (NOT n:Class AND NOT n:Entity AND NOT n:Episode AND NOT n:Property AND "
+        "(EXISTS { MATCH (n)-[:ABOUT]->(__gw_a0:Entity)"
+    ) in mindreader.node("n")
+    # A stated Entity cannot also be a Fact: a label test, no walk.
+    entity = mindreader.node("n", frozenset({"Entity"}))
+    assert "NOT n:Fact" in entity and "EXISTS" not in entity
 
 
 def test_a_label_ruled_otherwise_does_not_exempt_a_node_from_the_shared_rule() -> None:
@@ -389,6 +459,4 @@ def test_a_label_ruled_otherwise_does_not_exempt_a_node_from_the_shared_rule() -
     # A Catalog (public) that is also a Fact (ruled like the default) still needs the default rule.
     assert "(NOT n:Fact OR any(__gw_v IN [n.layers]" in rules.node("n", frozenset({"Catalog"}))
     unstated = rules.node("n")
-    assert unstated.startswith(
-        "((((n:Attempt OR n:Bookkeeping OR n:Catalog OR n:Repository OR n:Task) AND NOT n:Fact) OR any("
-    )
+    assert unstated.startswith("((((n:Attempt OR n:Catalog OR n:Repository OR n:Task) AND NOT n:Fact) OR any(")

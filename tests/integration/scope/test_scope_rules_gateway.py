@@ -108,6 +108,36 @@ def test_a_node_with_two_derived_labels_is_hidden_whatever_the_pattern_states(
 
 
 @pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
+@pytest.mark.parametrize(
+    "pattern",
+    ["(n:Repository:{m})", "(n:Task:{m})", "(n:{m})", "(:Repository {{name: 'repo-a'}})-[:HAS_TASK]->(n:{m})"],
+)
+def test_a_node_with_a_derived_and_another_named_label_is_hidden_whatever_the_pattern_states(
+    sandbox_runner: SandboxRunner,
+    marker: str,
+    pattern: str,
+    switches: dict[str, bool],
+    neo4j_driver: Any,
+    neo4j_connection: Any,
+) -> None:
+    both = f"{marker}Both"
+    cypher = f"MATCH {pattern.format(m=both)} RETURN n"
+    # Each label's rule holds on its own (alice's repository name; a task of alice's repository):
+    # a node that belongs to one parent and is also something else is hidden all the same.
+    with neo4j_driver.session(database=neo4j_connection.database) as session:
+        session.run(
+            f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}}) "
+            f"CREATE (ra)-[:HAS_TASK]->(:Repository:Task:{both} {{name: 'repo-a', id: 't9'}})"
+        ).consume()
+        try:
+            assert session.run(cypher.replace("RETURN n", "RETURN count(n)")).single()[0] == 1
+            result = gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE)
+        finally:
+            session.run(f"MATCH (n:{both}) DETACH DELETE n").consume()
+    assert result.rows == []
+
+
+@pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
 def test_a_caller_without_attributes_sees_only_public_and_global(
     sandbox_runner: SandboxRunner, marker: str, switches: dict[str, bool]
 ) -> None:
