@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gateway import rule_kinds
-from gateway.cli.policy import rule_sentence
+from gateway.cli.policy import one_parent_labels, rule_sentence
 from gateway.config import GatewaySettings, neo4j_connection
 from gateway.domain import Principal, attribute_lists
 from gateway.errors import SetupError
@@ -184,6 +184,13 @@ def _explain_node(
         reasons.append(f"{label} ({rule.kind}): {sentence}: {'holds' if holds[label] else 'does NOT hold'}")
         if not holds[label] and not decided_by:
             decided_by = _kind_words(policy, keys, rule)
+    walking = [label for label in carried if label in one_parent_labels(policy)]
+    if walking and len(carried) > 1:
+        reasons.append(
+            f"it carries {', '.join(carried)}: {', '.join(walking)} is visible only through its one parent, so a "
+            "node that also carries another named label is hidden whatever each rule says"
+        )
+        decided_by = "one parent: a derived label beside another named label"
     if not carried:
         rule = policy.scope.default
         reasons.append(f"it carries no label the policy names: the default rule ({rule.kind}) decides: "

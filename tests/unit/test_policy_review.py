@@ -150,3 +150,15 @@ def test_explain_refuses_an_element_that_is_not_there_or_not_one() -> None:
 
     with pytest.raises(ReviewError, match="more than one element"):
         explain(policy, twice, parse_principal("a"), ElementRef.parse("Entity:uid=dup"))
+
+
+def test_explain_names_one_parent_for_a_derived_label_beside_another_named_label() -> None:
+    # Each label's own rule holds (the name is the caller's, the task's repository too): hidden all the same.
+    row = [["Repository", "Task"], ["uid", "name"], False, [True, True, True, True], False]
+    found = explain(MENTIS, _answers(row), parse_principal("ci:repositories=acme/api"), ElementRef.parse("Task:uid=t"))
+    assert not found.visible
+    assert found.decided_by == "one parent: a derived label beside another named label"
+    assert (
+        "it carries Repository, Task: Task is visible only through its one parent, so a node that also carries "
+        "another named label is hidden whatever each rule says"
+    ) in found.reasons
