@@ -255,6 +255,14 @@ class ScopeSettings(_Strict):
         _refuse_cycles(self.nodes, self.relationships)
         return self
 
+    def one_parent_labels(self) -> frozenset[str]:
+        """The node labels whose rule walks to an anchor (derived, or composed with a derived rule).
+
+        Such a label says the node belongs to its one parent: a node carrying one together with any
+        other label named here is malformed and hidden, by every layer (docs/decisions/0018).
+        """
+        return frozenset(label for label, rule in self.nodes.items() if rule_kinds.needs_neo4j(rule))
+
     def rule_property(self, rule: VisibilityRule) -> str:
         """The property a membership or equality rule reads."""
         return rule.property or self.layers_property

@@ -11,7 +11,8 @@ a ``public`` label other labels derive their visibility from opens them too.
 ``graph_findings(policy, run)`` reads the graph once (through ``run``, the operator's
 unscoped READ query in a sandbox, as ``gateway.scope_survey`` does): every label and type
 with the property keys its elements carry. ``doctor`` and ``policy lint --graph`` print the
-same findings.
+same findings, and the same warning (``one_parent_warning``): how many nodes carry a label with a
+derived rule beside another named label, which every layer hides.
 """
 
 from __future__ import annotations
@@ -176,6 +177,28 @@ def unchecked(policy: Policy) -> list[str]:
     if any(rule_kinds.spec(rule).constant is True for rule in policy.scope.nodes.values()):
         out.append("that no public label's elements carry the property its rules scope by")
     return out
+
+
+# Nodes the one-parent rule hides: a label whose rule walks to an anchor beside another named label.
+ONE_PARENT = (
+    "MATCH (n) WHERE any(k IN labels(n) WHERE k IN $walking) "
+    "AND size([k IN labels(n) WHERE k IN $named]) > 1 RETURN count(n)"
+)
+
+
+def one_parent_warning(policy: Policy, run: Run) -> str | None:
+    """How many nodes carry a derived label beside another named label (hidden from every caller), if any."""
+    walking = sorted(policy.scope.one_parent_labels())
+    if not walking or len(policy.scope.nodes) < 2:
+        return None
+    rows = run(ONE_PARENT, {"walking": walking, "named": sorted(policy.scope.nodes)})
+    count = int(rows[0][0]) if rows else 0
+    if not count:
+        return None
+    return (
+        f"{count} node(s) carry {', '.join(walking)} beside another label the policy names and are hidden from "
+        "every caller (a derived label says a node belongs to its one parent); give each one label the policy names"
+    )
 
 
 def read_shapes(run: Run) -> Shapes:

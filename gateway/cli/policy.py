@@ -328,7 +328,7 @@ def rule_sentences(policy: Policy) -> list[str]:
             "a node carrying several named labels must meet every one's rule; one carrying none meets the default; "
             "a relationship also needs both endpoints visible"
         )
-    if walking := one_parent_labels(policy):
+    if walking := sorted(sc.one_parent_labels()):
         out.append(
             f"a node labelled {_one_of(walking)} (visible through its one parent) that carries any other "
             "named label is hidden, whatever each rule says"
@@ -338,11 +338,6 @@ def rule_sentences(policy: Policy) -> list[str]:
 
 def _one_of(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
-
-
-def one_parent_labels(policy: Policy) -> list[str]:
-    """The named labels whose rule walks to an anchor: a node carrying one carries no other named label."""
-    return sorted(label for label, rule in policy.scope.nodes.items() if rule_kinds.needs_neo4j(rule))
 
 
 def _handle_lint(args: argparse.Namespace) -> int:
@@ -360,6 +355,8 @@ def _handle_lint(args: argparse.Namespace) -> int:
         try:
             with scope_survey.operator_reads(load_settings(args.config)) as run:
                 findings += policy_fit.graph_findings(policy, policy_fit.read_shapes(run))
+                if (hidden := policy_fit.one_parent_warning(policy, run)) is not None:
+                    print(f"warning: {hidden}")
         except (SetupError, scope_survey.SurveyFailed) as exc:
             return _usage_error(f"cannot read the graph: {exc}")
     else:

@@ -242,7 +242,7 @@ class VisibilityModel:
         scope = self.policy.scope
         pins = self.policy.tool(self.tool).pins
         named = node.labels & set(scope.nodes)
-        if len(named) > 1 and any(any(p.kind == "derived" for p in _parts(scope.nodes[label])) for label in named):
+        if len(named) > 1 and named & scope.one_parent_labels():
             return False  # a label that walks to its one parent, and another named label: malformed, hidden
         for label in node.labels:
             rule = scope.nodes.get(label)

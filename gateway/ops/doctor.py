@@ -248,6 +248,8 @@ class Doctor:
         if findings:
             raise _Failed("; ".join(f.problem for f in findings), policy_fit.fix_lines(findings))
         fits = "every label, relationship type and property the policy names occurs in the graph"
+        if (hidden := policy_fit.one_parent_warning(self.policy, self._query)) is not None:
+            fits = f"{fits}; {hidden}"
         if not reads_layers:
             # The rules never read the scope property: its use and counts would describe nothing.
             return fits

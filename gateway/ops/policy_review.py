@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gateway import rule_kinds
-from gateway.cli.policy import one_parent_labels, rule_sentence
+from gateway.cli.policy import rule_sentence
 from gateway.config import GatewaySettings, neo4j_connection
 from gateway.domain import Principal, attribute_lists
 from gateway.errors import SetupError
@@ -184,7 +184,7 @@ def _explain_node(
         reasons.append(f"{label} ({rule.kind}): {sentence}: {'holds' if holds[label] else 'does NOT hold'}")
         if not holds[label] and not decided_by:
             decided_by = _kind_words(policy, keys, rule)
-    walking = [label for label in carried if label in one_parent_labels(policy)]
+    walking = sorted(set(carried) & policy.scope.one_parent_labels())
     if walking and len(carried) > 1:
         reasons.append(
             f"it carries {', '.join(carried)}: {', '.join(walking)} is visible only through its one parent, so a "

@@ -196,7 +196,7 @@ class ToolRules:
             return f"any({bound} IN [{var}] WHERE {self.node(bound, labels, depth)})"
         # Labels ruled exactly like the default share its one predicate (written once below).
         shared = self._shared()
-        derived = self._derived_labels()
+        derived = self.scope.one_parent_labels()
         stated = labels & named
         # A derived label says "this node belongs to its one parent": a node carrying one together
         # with any other named label is malformed data and hidden (narrower, never wider). So a
@@ -296,10 +296,6 @@ class ToolRules:
         if shared:
             exempt = f"({exempt} AND {_none_of(var, sorted(shared))})"
         return exempt if default == FALSE else f"({exempt} OR {default})"
-
-    def _derived_labels(self) -> frozenset[str]:
-        """Labels whose rule walks to an anchor (derived, or composed with a derived rule)."""
-        return frozenset(label for label, rule in self.scope.nodes.items() if rule_kinds.needs_neo4j(rule))
 
     def _label(
         self,

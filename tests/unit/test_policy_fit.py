@@ -11,10 +11,12 @@ from gateway.cli.policy import render_policy
 from gateway.cli.policy_init import render_template
 from gateway.policy import POLICIES_DIR, Policy, load_policy
 from gateway.policy_fit import (
+    ONE_PARENT,
     PropertyRef,
     Shapes,
     graph_findings,
     near_miss,
+    one_parent_warning,
     property_refs,
     read_shapes,
     static_findings,
@@ -183,3 +185,24 @@ def test_comments_and_show_follow_the_scope_property() -> None:
     # The policy reads no layers list: show says nothing about one.
     assert "'layers'" not in shown and "layers property" not in shown
     assert "layers property 'layers'" in render_policy(load_policy(POLICIES_DIR / "mindreader.yaml"))
+
+
+def test_nodes_a_derived_label_beside_another_named_label_hides_are_counted() -> None:
+    mentis = load_policy(POLICIES_DIR / "mentis.yaml")
+    asked: list[dict[str, Any]] = []
+
+    def run(cypher: str, params: dict[str, Any]) -> list[list[Any]]:
+        assert cypher == ONE_PARENT
+        asked.append(params)
+        return [[3]]
+
+    warning = one_parent_warning(mentis, run)
+    assert warning is not None and warning.startswith(
+        "3 node(s) carry Attempt, Conclusion, Task beside another label the policy names and are hidden"
+    )
+    assert asked == [
+        {"walking": ["Attempt", "Conclusion", "Task"], "named": ["Attempt", "Conclusion", "Repository", "Task"]}
+    ]
+    assert one_parent_warning(mentis, lambda cypher, params: [[0]]) is None
+    # A policy without derived rules asks nothing.
+    assert one_parent_warning(load_policy(POLICIES_DIR / "default.yaml"), lambda c, p: [[9]]) is None
