@@ -221,8 +221,8 @@ class ToolRules:
             elif condition == FALSE:
                 excluded.add(label)
             else:
-                if alone and not shared_test and label in derived:
-                    condition = _and([_none_of(var, sorted(named - {label})), condition])
+                if alone and not shared_test and label in derived and (others := sorted(named - {label})):
+                    condition = _and([_none_of(var, others), condition])
                 parts.append(f"(NOT {var}:{quote(label)} OR {condition})")
         if shared_test:
             parts.insert(0, self._one_named(var, derived - excluded, named - excluded))
