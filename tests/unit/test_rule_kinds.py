@@ -206,10 +206,8 @@ def test_the_confirmation_query_holds_the_whole_composed_rule() -> None:
     # never escapes it: `... AND NOT __gw_x:Fact) OR <membership>`); its walk is its own.
     assert "AND NOT __gw_x:Fact) OR any(__gw_v IN [__gw_x.layers] WHERE" in check.derived_nodes
     # The walk holds only for a Fact that carries no other named label.
-    assert (
-        "(NOT __gw_x:Fact OR (none(__gw_k IN labels(__gw_x) WHERE __gw_k IN ['Attempt', 'Bookkeeping', 'Catalog', "
-        "'Repository', 'Task']) AND EXISTS { MATCH (__gw_x)<-[:HAS_TASK]-(__gw_a0:Repository)"
-    ) in check.derived_nodes
+    assert "(NOT __gw_x:Fact OR EXISTS { MATCH (__gw_x)<-[:HAS_TASK]-(__gw_a0:Repository)" in check.derived_nodes
+    assert "]]) <= 1 OR NOT __gw_x:Fact)" in check.derived_nodes
 
 
 # ---- time-valid --------------------------------------------------------------------------------
