@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.rule_kinds.base import (
-    GENERATED_PREFIX,
     NOW_PARAMETER,
     RuleKindSpec,
     SentenceContext,
@@ -36,31 +35,30 @@ def properties(rule: VisibilityRule) -> tuple[str, str]:
     return rule.from_property or DEFAULT_FROM, rule.to_property or DEFAULT_TO
 
 
-def _compared(value: str) -> str:
-    return f"{value} IS :: ZONED DATETIME NOT NULL OR {value} IS :: DATE NOT NULL"
-
-
 def _seconds_until_now(value: str) -> str:
-    """Whole seconds from the bound ``value`` to the request's instant, rounded down: ``>= 0`` is
-    ``value <= now``.
+    """Whole seconds from ``value`` to the request's instant, rounded down (``-1`` for one
+    nanosecond after it): ``>= 0`` is ``value <= now``, ``< 0`` is ``now < value``; null when
+    ``value`` is missing.
 
     ``duration.inSeconds`` measures between instants whatever the zones (``<=`` does not: Neo4j
-    orders two datetimes naming one instant in different zones as neither equal nor before), and
-    reads a DATE as its midnight in the other value's zone: the gateway writes the instant at
-    +00:00, so a date is its midnight UTC.
+    orders two datetimes naming one instant in different zones by their local times), and reads
+    a DATE as its midnight in the other value's zone: the gateway writes the instant at +00:00,
+    so a date is its midnight UTC.
     """
     return f"duration.inSeconds({value}, datetime(${NOW_PARAMETER})).seconds"
 
 
 def _text(rule: VisibilityRule, var: str, ctx: TextContext) -> str:
-    start, end = (ctx.quote(name) for name in properties(rule))
-    since, until = f"{GENERATED_PREFIX}tf", f"{GENERATED_PREFIX}tt"
-    # Each test inside CASE: a value of another type yields false, never an error.
+    start, end = (f"{var}.{ctx.quote(name)}" for name in properties(rule))
+    # One type test for both values, a closed union whose members admit null; it guards the
+    # arithmetic inside one CASE (Neo4j may reorder the operands of AND, and `duration.inSeconds`
+    # raises on a string or a number), so a value of another type is false, never an error.
+    # `a >= 0 > b` is `a >= 0 AND 0 > b`; a missing `from` reads as after the instant (-1 fails
+    # `>= 0`), a missing `to` as before it (-1 passes `0 >`).
     return (
-        f"any({since} IN [{var}.{start}] WHERE any({until} IN [{var}.{end}] WHERE "
-        f"CASE WHEN {_compared(since)} THEN {_seconds_until_now(since)} >= 0 ELSE false END AND "
-        f"CASE WHEN {until} IS NULL THEN true WHEN {_compared(until)} THEN {_seconds_until_now(until)} < 0 "
-        "ELSE false END))"
+        f"CASE WHEN [{start}, {end}] IS :: LIST<DATE | ZONED DATETIME> "
+        f"THEN coalesce({_seconds_until_now(start)}, -1) >= 0 > coalesce({_seconds_until_now(end)}, -1) "
+        "ELSE false END"
     )
 
 
