@@ -530,13 +530,14 @@ class Policy(_Strict):
                 "not listed is already hidden; remove hidden_properties"
             )
         timed = [f.rule for fs in self.scope.filters.values() for f in fs if f.rule is not None]
-        if any(rule_kinds.reads_now(rule) for rule in [*self.scope_rules(), *timed]) and not (
-            self.reserved_parameters.is_reserved(rule_kinds.NOW_PARAMETER)
-        ):
-            raise ValueError(
-                f"a time_valid rule reads the parameter {rule_kinds.NOW_PARAMETER!r}, which must be reserved "
-                "(reserved_parameters), or callers could set the time"
-            )
+        for name in (rule_kinds.NOW_PARAMETER, rule_kinds.TODAY_PARAMETER):
+            if any(rule_kinds.reads_now(rule) for rule in [*self.scope_rules(), *timed]) and not (
+                self.reserved_parameters.is_reserved(name)
+            ):
+                raise ValueError(
+                    f"a time_valid rule reads the parameter {name!r}, which must be reserved "
+                    "(reserved_parameters), or callers could set the time"
+                )
         for name in self.scope_attributes():
             if name != DEFAULT_ATTRIBUTE and not self.reserved_parameters.is_reserved(attribute_parameter(name)):
                 raise ValueError(

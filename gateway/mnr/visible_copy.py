@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from gateway.cypher import ast
@@ -147,18 +147,31 @@ def _parts(rule: VisibilityRule) -> list[VisibilityRule]:
     return [rule, *(part for sub in rule.rules or () for part in _parts(sub))]
 
 
-def _instant(value: Any) -> datetime | None:
+def _instant(value: Any) -> int | None:
+    """A zoned datetime's (or a date's midnight UTC) nanoseconds since the epoch; None for any other value.
+
+    Nanoseconds, not a Python datetime: ``to_native`` drops the digits below the microsecond,
+    and Neo4j orders by them.
+    """
     import neo4j.time  # harness-only, as in seed.py: the gateway process never loads the driver
 
     if isinstance(value, neo4j.time.DateTime) and value.tzinfo is not None:
-        return value.to_native()
+        return _nanos(value.to_native(), value.nanosecond)
     if isinstance(value, neo4j.time.Date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        return _nanos(datetime(value.year, value.month, value.day, tzinfo=UTC), 0)
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return value
+        return _nanos(value, value.microsecond * 1000)
     if isinstance(value, date) and not isinstance(value, datetime):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        return _nanos(datetime(value.year, value.month, value.day, tzinfo=UTC), 0)
     return None
+
+
+def _nanos(moment: datetime, nanosecond: int) -> int:
+    """``moment``'s whole seconds since the epoch, in nanoseconds, plus ``nanosecond`` (of its second)."""
+    return (moment.replace(microsecond=0) - _EPOCH) // timedelta(seconds=1) * 1_000_000_000 + nanosecond
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _is_string_list(value: Any) -> bool:
@@ -220,14 +233,15 @@ class VisibilityModel:
 
     def _time_valid(self, rule: VisibilityRule, element: GraphNode | GraphRel) -> bool:
         """``from <= now < to``: zoned datetimes and dates (midnight UTC) only; no ``to`` is still valid."""
+        now = _instant(self.now)
         since = _instant(element.properties.get(rule.from_property or "validFrom"))
-        if since is None or since > self.now:
+        if now is None or since is None or since > now:
             return False
         end = element.properties.get(rule.to_property or "validTo")
         if end is None:
             return True
         until = _instant(end)
-        return until is not None and self.now < until
+        return until is not None and now < until
 
     def _filter(self, rule: ScopeFilter, element: GraphNode | GraphRel) -> bool:
         if rule.rule is not None:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gateway.rule_kinds import composition, denied, derived, equality, membership, public, time_valid
-from gateway.rule_kinds.base import NOW_PARAMETER, RuleKindSpec
+from gateway.rule_kinds.base import NOW_PARAMETER, TODAY_PARAMETER, RuleKindSpec
+from gateway.rule_kinds.time_valid import now_parameters
 from sandbox.wire import RuleKind
 
 if TYPE_CHECKING:
@@ -21,10 +22,12 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "NOW_PARAMETER",
+    "TODAY_PARAMETER",
     "RuleKindSpec",
     "anchors",
     "attributes",
     "needs_neo4j",
+    "now_parameters",
     "property_refs",
     "reads_now",
     "spec",

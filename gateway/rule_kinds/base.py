@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 # Generated names all start with this prefix (gateway.scope.predicates.GENERATED_PREFIX): the
 # rewrite refuses a query that uses it, so a rule's own variables never capture an agent's.
 GENERATED_PREFIX = "__gw_"
-# The reserved parameter holding the request's one instant (ISO-8601, UTC) time-valid rules read.
+# The reserved parameters holding the request's one instant as time-valid rules read it: the
+# instant (ISO-8601, written at +18:00) and its date at UTC (gateway/rule_kinds/time_valid.py).
 NOW_PARAMETER = "__gw_now"
+TODAY_PARAMETER = "__gw_today"
 TRUE, FALSE = "true", "false"
 
 

@@ -1,22 +1,31 @@
 """``time_valid``: the element is valid at the request's instant: ``from <= now < to``.
 
 ``from_property`` / ``to_property`` (default ``validFrom`` / ``validTo``) are compared with the
-request's one instant, the reserved parameter ``$__gw_now`` (ISO-8601, UTC), which the sandbox's
-check receives as ``ScopeCheck.now``: both layers decide with the same time.
+request's one instant, which the sandbox's check receives as ``ScopeCheck.now`` (ISO-8601, UTC)
+and the rewrite as two reserved parameters (``now_parameters``): both layers decide with the same
+time.
 
 What is compared, fail-closed: a zoned DATETIME as the instant it names, and a DATE as its
 midnight UTC. A missing ``to`` means still valid (Mindreader's reading: a retired element gains
 ``validTo``); a missing ``from`` hides the element, and so does any other stored value (a string,
 a LOCAL DATETIME, a number, a list): only a value whose instant is certain decides.
+
+How, in Cypher: plain comparisons, which never raise (a value of another type compares as null),
+and no arithmetic (Neo4j spends far more planning a function call than reading a longer text).
+Neo4j orders two datetimes naming one instant by their offsets, the larger later; so the instant
+is written at +18:00, the largest offset there is, and ``from <= now`` and ``now < to`` hold
+exactly as the instants do. A DATE compares as null with a datetime, and with the instant's UTC
+date exactly as its midnight UTC does with the instant.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from gateway.rule_kinds.base import (
-    GENERATED_PREFIX,
     NOW_PARAMETER,
+    TODAY_PARAMETER,
     RuleKindSpec,
     SentenceContext,
     TextContext,
@@ -36,31 +45,27 @@ def properties(rule: VisibilityRule) -> tuple[str, str]:
     return rule.from_property or DEFAULT_FROM, rule.to_property or DEFAULT_TO
 
 
-def _compared(value: str) -> str:
-    return f"{value} IS :: ZONED DATETIME NOT NULL OR {value} IS :: DATE NOT NULL"
+# The largest offset Neo4j (and ISO-8601) admits: no stored datetime naming the same instant is later.
+_LATEST = timezone(timedelta(hours=18))
 
 
-def _seconds_until_now(value: str) -> str:
-    """Whole seconds from the bound ``value`` to the request's instant, rounded down: ``>= 0`` is
-    ``value <= now``.
-
-    ``duration.inSeconds`` measures between instants whatever the zones (``<=`` does not: Neo4j
-    orders two datetimes naming one instant in different zones as neither equal nor before), and
-    reads a DATE as its midnight in the other value's zone: the gateway writes the instant at
-    +00:00, so a date is its midnight UTC.
-    """
-    return f"duration.inSeconds({value}, datetime(${NOW_PARAMETER})).seconds"
+def now_parameters(now: str) -> dict[str, str]:
+    """The reserved parameters the text reads, from the request's instant ``now`` (ISO-8601, UTC):
+    the instant written at +18:00, and its date at UTC."""
+    instant = datetime.fromisoformat(now)
+    return {
+        NOW_PARAMETER: instant.astimezone(_LATEST).isoformat(timespec="microseconds"),
+        TODAY_PARAMETER: instant.astimezone(UTC).date().isoformat(),
+    }
 
 
 def _text(rule: VisibilityRule, var: str, ctx: TextContext) -> str:
-    start, end = (ctx.quote(name) for name in properties(rule))
-    since, until = f"{GENERATED_PREFIX}tf", f"{GENERATED_PREFIX}tt"
-    # Each test inside CASE: a value of another type yields false, never an error.
+    start, end = (f"{var}.{ctx.quote(name)}" for name in properties(rule))
+    now, today = f"datetime(${NOW_PARAMETER})", f"date(${TODAY_PARAMETER})"
+    # Each comparison is null unless the value is of the other side's type; CASE makes a null false.
     return (
-        f"any({since} IN [{var}.{start}] WHERE any({until} IN [{var}.{end}] WHERE "
-        f"CASE WHEN {_compared(since)} THEN {_seconds_until_now(since)} >= 0 ELSE false END AND "
-        f"CASE WHEN {until} IS NULL THEN true WHEN {_compared(until)} THEN {_seconds_until_now(until)} < 0 "
-        "ELSE false END))"
+        f"CASE WHEN ({start} <= {now} OR {start} <= {today}) "
+        f"AND ({end} IS NULL OR {now} < {end} OR {today} < {end}) THEN true ELSE false END"
     )
 
 

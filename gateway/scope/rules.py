@@ -177,7 +177,7 @@ class ToolRules:
         names = {DEFAULT_ATTRIBUTE} | {name for rule in self._all_rules() for name in rule_kinds.attributes(rule)}
         out: dict[str, Any] = {self.parameter(name): sorted(principal.attribute(name)) for name in sorted(names)}
         if self.reads_now:
-            out[rule_kinds.NOW_PARAMETER] = now if now is not None else request_now()
+            out |= rule_kinds.now_parameters(now if now is not None else request_now())
         return out
 
     # ---- nodes ---------------------------------------------------------------------------

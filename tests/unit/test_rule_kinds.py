@@ -150,7 +150,7 @@ def test_all_of_and_any_of_are_written_as_and_and_or_of_their_rules() -> None:
         {"kind": "membership"}, {"kind": "equality", "property": "owner", "attribute": "repositories"}]}})  # fmt: skip
     rules = ToolRules.of(policy, "analyze")
     note = rules.node("n", frozenset({"Note"}))
-    assert "n.layers] WHERE" in note and " AND any(__gw_tf IN [n.validFrom]" in note
+    assert "n.layers] WHERE" in note and " AND CASE WHEN (n.validFrom <= " in note
     tag = rules.node("n", frozenset({"Tag"}))
     assert " OR coalesce(n.owner IN $__gw_attr_repositories, false)" in tag
     # A composition holding public is public (any_of) or its other rules (all_of): no dead text.
@@ -256,7 +256,10 @@ def test_one_instant_per_request_reaches_the_rewrite_and_the_sandbox() -> None:
     policy = _policy({}, {"Fact": [{"rule": {"kind": "time_valid"}, "tools": ["analyze"]}]})
     planned = plan("MATCH (n) RETURN n", policy, "analyze", ALICE, LayerSwitches(scope_rewrite=False))
     assert planned.result_check is not None
-    assert planned.params["__gw_now"] == planned.result_check.now
+    # The rewrite reads the sandbox's instant at +18:00 and its UTC date: the same instant.
+    assert planned.result_check.now is not None
+    assert rule_checks.now_instant(planned.params["__gw_now"]) == rule_checks.now_instant(planned.result_check.now)
+    assert planned.params["__gw_today"] == planned.result_check.now[:10]
     assert planned.result_check.conditions["Fact"] == [ElementCondition(rule=TIME)]
     # A tool whose rules never compare with time gets no instant.
     assert (
@@ -388,3 +391,26 @@ def test_a_kind_s_check_reads_only_the_properties_it_declares(kind: str) -> None
 
 def test_every_kind_is_in_the_reads_table() -> None:
     assert set(_EVERY_KIND) == set(typing.get_args(wire.RuleKind))
+
+
+def test_the_rewrite_reads_the_instant_at_the_largest_offset_and_its_utc_date() -> None:
+    # Half a microsecond before midnight UTC: +18:00 is already the next day; the date is not.
+    assert rule_kinds.now_parameters("2026-05-31T23:59:59.999999+00:00") == {
+        "__gw_now": "2026-06-01T17:59:59.999999+18:00",
+        "__gw_today": "2026-05-31",
+    }
+    assert rule_checks.now_instant("2026-06-01T17:59:59.999999+18:00") == rule_checks.now_instant(
+        "2026-05-31T23:59:59.999999+00:00"
+    )
+
+
+@pytest.mark.parametrize("name", ["__gw_now", "__gw_today"])
+def test_a_time_valid_rule_needs_both_instant_parameters_reserved(name: str) -> None:
+    raw: dict[str, Any] = yaml.safe_load(RULES_POLICY.read_text(encoding="utf-8"))
+    raw["scope"]["filters"] = {"Fact": [{"rule": {"kind": "time_valid"}, "tools": ["analyze"]}]}
+    other = "__gw_today" if name == "__gw_now" else "__gw_now"
+    prefixes = [p for p in raw["reserved_parameters"].get("prefixes", []) if p != "__gw"]
+    scope_keys = [raw["scope"].get("scope_parameter", "__gw_scope")]
+    raw["reserved_parameters"] = {"keys": [other, *scope_keys], "prefixes": [*prefixes, "__gw_attr"]}
+    with pytest.raises(ValueError, match=name):
+        Policy.model_validate(raw)

@@ -8,8 +8,9 @@ import pytest
 
 from bench.rewrite_plans import CALLER, REPRESENTATIVE, reading_the_representative_keys, rewritten
 from gateway.guard import parse_query
-from gateway.policy import POLICIES_DIR, Policy, load_policy
+from gateway.policy import POLICIES_DIR, Policy, VisibilityRule, load_policy
 from gateway.scope.projection import DEPTH, ShownKeys, final_queries, wrapped
+from gateway.scope.rules import ToolRules
 from sandbox.wire import VisibleKeys
 
 POLICIES = {
@@ -50,3 +51,39 @@ def test_scoped_text_is_at_most_three_times_the_agents_plus_a_constant(policy: s
 def test_the_bound_is_measured_on_the_shipped_policies() -> None:
     assert {"default", "mentis", "mindreader"} <= POLICIES.keys()
     assert CALLER.attribute("repositories")
+
+
+# mindreader's scoped length per representative query, measured (plus about 2%) with its
+# time-valid text, which every element analyze reads carries, anchors included. Length is a
+# proxy: Neo4j's planning time follows the function calls more than the characters
+# (bench/rewrite_plans.py measures it).
+MINDREADER = {
+    "OPTIONAL MATCH and COUNT": 5_700,
+    "one labelled node": 1_350,
+    "one unlabelled node": 8_600,
+    "pattern comprehension": 4_100,
+    "shortestPath with condition": 4_800,
+    "three hops, one unstated": 4_400,
+    "two hops, labels stated": 2_750,
+    "untyped relationship": 3_100,
+    "variable length": 4_600,
+}
+# The time-valid text of one element named by a one-letter variable: five comparisons, no arithmetic.
+TIME_VALID = 200
+
+
+def test_every_representative_query_has_a_mindreader_bound() -> None:
+    assert MINDREADER.keys() == REPRESENTATIVE.keys()
+
+
+@pytest.mark.parametrize("query", sorted(REPRESENTATIVE))
+def test_mindreader_scoped_text_stays_within_its_measured_length(query: str) -> None:
+    scoped, _ = rewritten(REPRESENTATIVE[query], POLICIES["mindreader"])
+    assert len(scoped) <= MINDREADER[query]
+
+
+def test_the_time_valid_text_of_one_element_is_short() -> None:
+    rules = ToolRules.of(POLICIES["mindreader"], "analyze")
+    text = rules._rule("n", VisibilityRule(kind="time_valid"), 0)
+    assert "n.validFrom" in text and "n.validTo" in text
+    assert len(text) <= TIME_VALID, len(text)
