@@ -34,7 +34,7 @@ recurses only into bracketed nesting, which the parser bounds.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,7 @@ class Context:
     element_names: dict[ast.Node, str] = field(default_factory=dict)  # anonymous elements the rewrite named
     handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
     bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
+    outer: dict[ast.Node, frozenset[str]] = field(default_factory=dict)  # the same, per expression owner
     # Reads of keys some elements do not show (visible_props): (node, opener, closer) wrappers, and
     # map projection items replaced (projection, item, text).
     read_wraps: list[tuple[ast.Node, str, str]] = field(default_factory=list)
@@ -907,15 +908,65 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
     starts with nothing bound (its imports are checked again), a WITH or RETURN keeps only what
     it lists (or everything with ``*``), a CALL's returned columns count as unbound.
     """
-    out: dict[ast.Match, frozenset[str]] = {}
+    return {clause: bound for clause, bound in _clauses_and_bound(parsed) if isinstance(clause, ast.Match)}
+
+
+def outer_names(parsed: ParsedQuery) -> dict[ast.Node, frozenset[str]]:
+    """For each pattern comprehension and short EXISTS / COUNT / COLLECT in a MATCH's WHERE or in a
+    WITH's or RETURN's items: the names bound before that clause (``bound_before``'s reading).
+
+    In a WITH's or RETURN's items those names are exactly in scope and their elements already
+    filtered (the projection runs after the clauses before it), so the owner's pattern refers to
+    them rather than binding them afresh and need not check them again. A MATCH's WHERE sees them
+    likewise (the MATCH's own names are not among them). Not a WITH's WHERE: a name the projection
+    dropped would be bound afresh there; an ORDER BY only the names the projection keeps.
+    """
+    out: dict[ast.Node, frozenset[str]] = {}
+    for clause, bound in _clauses_and_bound(parsed):
+        if isinstance(clause, ast.Match):
+            for owner in _owners(clause.where):
+                out[owner] = bound
+        elif isinstance(clause, ast.With | ast.Return):
+            projection = clause.projection
+            items = [owner for item in projection.items for owner in _owners(item.expression)]
+            ordering = [owner for sort in projection.order_by for owner in _owners(sort.expression)]
+            outer = bound
+            if ordering:
+                # Neo4j matches an ORDER BY expression to an equal projected one by its text, so both
+                # take one set: the names the projection keeps under their own name, which the
+                # ORDER BY sees whatever DISTINCT or aggregation hides.
+                kept = {
+                    name
+                    for item in projection.items
+                    if (name := _variable(item.expression)) and (item.alias is None or item.alias.name == name)
+                }
+                outer = bound if projection.star else bound & kept
+            for owner in items + ordering:
+                out[owner] = outer
+    return out
+
+
+def _owners(expression: ast.Node | None) -> list[ast.Node]:
+    """The pattern comprehensions and short EXISTS / COUNT / COLLECT in ``expression``."""
+    if expression is None:
+        return []
+    return [
+        node
+        for node in expression.walk()
+        if isinstance(node, ast.PatternComprehension) or (isinstance(node, ast.SubqueryExpr) and node.body is None)
+    ]
+
+
+def _clauses_and_bound(parsed: ParsedQuery) -> Iterator[tuple[ast.Node, frozenset[str]]]:
+    """Every clause of every query part, with the variables earlier clauses of its part bound."""
     bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
     bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
     for body in bodies:
         for query in ast.single_queries(body):
             bound: set[str] = set()
             for clause in query.clauses:
+                yield clause, frozenset(bound)
                 if isinstance(clause, ast.Match):
-                    out[clause] = frozenset(bound)
                     bound |= _declared(clause)
                 elif isinstance(clause, ast.With | ast.Return):
                     listed = {
@@ -925,7 +976,6 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
                     bound = (bound if clause.projection.star else set()) | {name for name in listed if name}
                 elif isinstance(clause, ast.Unwind):
                     bound.add(clause.variable.name)
-    return out
 
 
 def _variable(expr: ast.Expr) -> str | None:
@@ -955,7 +1005,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
         return []  # a full query: its own MATCH clauses are scoped as clauses
     # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH … }`.
     ctx.edits.open(node, "MATCH ", offset=node.patterns[0].start)
-    owner = _Owner(ctx.predicates)
+    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()))
     _scope_parts(ctx, owner, node.patterns, named=False)
     _finish(ctx, node, owner, node.where, node.patterns[-1].end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -963,7 +1013,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
 
 
 def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates)
+    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()))
     whole = needs_path_predicate(ctx.parsed, None, node.pattern)
     name = node.path_variable.name if node.path_variable is not None else None
     if whole and name is None:
@@ -1083,7 +1133,14 @@ def run_passes(
     ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
     would be longer than ``max_chars`` (checked before the text is built).
     """
-    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed), shown=shown)
+    ctx = Context(
+        parsed=parsed,
+        policy=policy,
+        predicates=predicates,
+        bound=bound_before(parsed),
+        outer=outer_names(parsed),
+        shown=shown,
+    )
     for scope_pass in PASSES:
         scope_pass(ctx)
     size = len(parsed.text) + ctx.edits.inserted_chars()
