@@ -346,6 +346,9 @@ class _Owner:
     shortest: set[str] = field(default_factory=set)
     waits_for_path: dict[str, str] = field(default_factory=dict)  # a list variable -> its path
     singletons: set[str] = field(default_factory=set)  # element variables (a property of one cannot raise)
+    # Single-typed directed relationships between two named nodes: (type, from node, to node).
+    hops: list[tuple[str, str, str]] = field(default_factory=list)
+    _walked: dict[str, str] | None = None
 
     def node(self, name: str, labels: frozenset[str]) -> None:
         self.singletons.add(name)
@@ -358,7 +361,56 @@ class _Owner:
             self.rels.setdefault(name, (types, *ends))
 
     def _node_text(self, name: str) -> str:
-        return self.predicates.node_visible(quote_name(name), frozenset(self.nodes[name]))
+        walked = name in self.walked()
+        return self.predicates.node_visible(quote_name(name), frozenset(self.nodes[name]), walked=walked)
+
+    def walked(self) -> dict[str, str]:
+        """Nodes whose stated derived label's walk this owner's own pattern takes, to the anchor
+        node it reaches (checked in the same WHERE): node name -> anchor name.
+
+        ``(r:Repository)-[:HAS_TASK]->(t:Task)`` under ``Task: (x)<-[:HAS_TASK]-(anchor:Repository)``:
+        a row holds ``t`` only with a visible ``r`` that proves ``t``'s walk, so ``t``'s text leaves
+        the walk out and a condition on ``t`` waits for ``r`` as well (``checks``).
+        """
+        if self._walked is not None:
+            return self._walked
+        self._walked = {}
+        rules = self.predicates.rules
+        if rules is None:
+            return self._walked
+        for name, labels in self.nodes.items():
+            derived = [label for label in labels if rules.derived_hops(label) is not None]
+            if len(derived) != 1:
+                continue
+            anchor = self._follow(name, rules.derived_hops(derived[0]) or ())
+            if anchor is not None:
+                self._walked[name] = anchor
+        # A walk proven through a node whose own walk is proven through the first would be circular.
+        for name in list(self._walked):
+            seen, current = {name}, self._walked.get(name)
+            while current is not None and current not in seen:
+                seen.add(current)
+                current = self._walked.get(current)
+            if current is not None:
+                self._walked.pop(name, None)
+        return self._walked
+
+    def _follow(self, start: str, hops: tuple[tuple[str, str, frozenset[str]], ...]) -> str | None:
+        """The node this owner's pattern reaches from ``start`` along ``hops``, each with its stated labels."""
+        current, visited = start, {start}
+        for rel_type, direction, labels in hops:
+            following = None
+            for hop_type, source, target in self.hops:
+                near, far = (source, target) if direction == "out" else (target, source)
+                reached = hop_type == rel_type and near == current and far not in visited
+                if reached and far in self.nodes and labels <= self.nodes[far]:
+                    following = far
+                    break
+            if following is None:
+                return None
+            current = following
+            visited.add(current)
+        return current
 
     def _end(self, name: str | None, rel: str, function: str) -> tuple[str, ...]:
         if name is None:
@@ -368,6 +420,13 @@ class _Owner:
     def checks(self) -> dict[str, tuple[str, ...]]:
         """Per name, the visibility texts a condition naming it waits for (a relationship: with its ends)."""
         out: dict[str, tuple[str, ...]] = {name: (self._node_text(name),) for name in self.nodes}
+        for name in self.walked():
+            # Its visibility is its own text and the anchor's (and so on up a chain of proven walks).
+            chain, current = [self._node_text(name)], self.walked().get(name)
+            while current is not None:
+                chain.append(self._node_text(current))
+                current = self.walked().get(current)
+            out[name] = tuple(chain)
         for name, (types, start, end) in self.rels.items():
             own = self.predicates.relationship_visible(quote_name(name), types)
             out[name] = (own, *self._end(start, name, "startNode"), *self._end(end, name, "endNode"))
@@ -423,7 +482,12 @@ def _scope_elements(
             ends = (_neighbour(flat, names, index - 1), _neighbour(flat, names, index + 1))
             if None in ends:
                 ends = (None, None)  # an unnamed neighbour: check both ends through the relationship
-            owner.rel(name, _stated_type(element.types), ends)
+            types = _stated_type(element.types)
+            owner.rel(name, types, ends)
+            left, right = ends
+            if left is not None and right is not None and len(types) == 1 and element.direction != "--":
+                source, target = (left, right) if element.direction == "->" else (right, left)
+                owner.hops.append((next(iter(types)), source, target))
 
 
 def _neighbour(flat: list[ast.PathElement], names: list[str | None], index: int) -> str | None:

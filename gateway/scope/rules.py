@@ -93,6 +93,9 @@ class _Derived:
     text: str
     spans: tuple[tuple[int, int, str], ...]  # (start, end, "x" | "anchor") in ``text``
     anchor_labels: frozenset[str]
+    # From ``x`` to the anchor, each hop's (type, "out" | "in" seen from the side nearer ``x``, the
+    # labels the far node is stated to carry); None unless the path is such a plain chain.
+    hops: tuple[Hop, ...] | None = None
 
     @classmethod
     def of(cls, path: str) -> _Derived:
@@ -110,7 +113,7 @@ class _Derived:
                     labels = frozenset(element.labels.names() if element.labels else ())
         text = parsed.text[match.patterns[0].start : match.patterns[0].end]
         offset = match.patterns[0].start
-        return cls(text, tuple((s - offset, e - offset, n) for s, e, n in spans), labels)
+        return cls(text, tuple((s - offset, e - offset, n) for s, e, n in spans), labels, _hops(elements))
 
     def renamed(self, element: str, anchor: str) -> str:
         out, last = [], 0
@@ -118,6 +121,38 @@ class _Derived:
             out += [self.text[last:start], element if name == DERIVED_ELEMENT else anchor]
             last = end
         return "".join(out) + self.text[last:]
+
+
+Hop = tuple[str, str, frozenset[str]]
+
+
+def _hops(elements: list[Any]) -> tuple[Hop, ...] | None:
+    """The chain from ``x`` (first) to ``anchor`` (last), when every hop is one single-typed, directed
+    relationship and no element carries a property map or a WHERE; else None."""
+    if len(elements) < 3 or any(e.properties is not None or e.where is not None for e in elements):
+        return None
+    first, last = elements[0], elements[-1]
+    if not (
+        isinstance(first, ast.NodePattern) and first.variable is not None and first.variable.name == DERIVED_ELEMENT
+    ):
+        return None
+    if not (isinstance(last, ast.NodePattern) and last.variable is not None and last.variable.name == DERIVED_ANCHOR):
+        return None
+    hops: list[Hop] = []
+    for rel, far in zip(elements[1::2], elements[2::2], strict=True):
+        if not isinstance(rel, ast.RelPattern) or not isinstance(far, ast.NodePattern):
+            return None
+        rel_type = rel.types.expression if rel.types is not None else None
+        if rel.length is not None or rel.quantifier is not None or rel.direction == "--":
+            return None
+        far_label = far.labels.expression if far.labels is not None else None
+        if not isinstance(rel_type, ast.LabelName) or not isinstance(far_label, ast.LabelName | None):
+            return None
+        if far is not last and far.variable is not None:
+            return None
+        labels = frozenset({far_label.name} if far_label is not None else ())
+        hops.append((rel_type.name, "out" if rel.direction == "->" else "in", labels))
+    return tuple(hops)
 
 
 @dataclass(frozen=True)
@@ -218,6 +253,14 @@ class ToolRules:
         if default is not None:
             parts.insert(0, default)
         return _and(parts)
+
+    def derived_hops(self, label: str) -> tuple[Hop, ...] | None:
+        """The hops of ``label``'s walk when its rule is a derived walk alone over a plain chain:
+        a pattern that matches them to a visible anchor proves the walk (``node(…, chained=True)``)."""
+        rule = self.scope.nodes.get(label)
+        if rule is None or not is_derived(rule):
+            return None
+        return self.derived[rule.path or ""].hops
 
     def label_condition(self, var: str, label: str) -> str:
         """One named label's own condition (its rule, filters and pin), the part ``node`` holds for it."""
