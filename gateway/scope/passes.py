@@ -348,7 +348,6 @@ class _Owner:
     singletons: set[str] = field(default_factory=set)  # element variables (a property of one cannot raise)
     # Single-typed directed relationships between two named nodes: (type, from node, to node).
     hops: list[tuple[str, str, str]] = field(default_factory=list)
-    _walked: dict[str, str] | None = None
 
     def node(self, name: str, labels: frozenset[str]) -> None:
         self.singletons.add(name)
@@ -361,39 +360,34 @@ class _Owner:
             self.rels.setdefault(name, (types, *ends))
 
     def _node_text(self, name: str) -> str:
-        walked = name in self.walked()
+        walked = frozenset(self.walked().get(name, {}))
         return self.predicates.node_visible(quote_name(name), frozenset(self.nodes[name]), walked=walked)
 
-    def walked(self) -> dict[str, str]:
-        """Nodes whose stated derived label's walk this owner's own pattern takes, to the anchor
-        node it reaches (checked in the same WHERE): node name -> anchor name.
+    def walked(self) -> dict[str, dict[str, str]]:
+        """Per node, the derived labels whose walk this owner's own pattern takes, each to the anchor
+        node it reaches (checked in the same WHERE): node name -> {label: anchor name}.
 
-        ``(r:Repository)-[:HAS_TASK]->(t:Task)`` under ``Task: (x)<-[:HAS_TASK]-(anchor:Repository)``:
-        a row holds ``t`` only with a visible ``r`` that proves ``t``'s walk, so ``t``'s text leaves
-        the walk out and a condition on ``t`` waits for ``r`` as well (``checks``).
+        ``(r:Repository)-[:HAS_TASK]->(t)`` under ``Task: (x)<-[:HAS_TASK]-(anchor:Repository)``: a
+        row holds ``t`` only with a visible ``r`` that proves the walk, so ``t``'s text leaves it out
+        (whether ``t`` is a Task is still tested) and a condition on ``t`` waits for ``r`` as well
+        (``checks``). Computed when asked: the owner's elements are recorded first.
         """
-        if self._walked is not None:
-            return self._walked
-        self._walked = {}
+        walked: dict[str, dict[str, str]] = {}
         rules = self.predicates.rules
         if rules is None:
-            return self._walked
-        for name, labels in self.nodes.items():
-            derived = [label for label in labels if rules.derived_hops(label) is not None]
-            if len(derived) != 1:
-                continue
-            anchor = self._follow(name, rules.derived_hops(derived[0]) or ())
-            if anchor is not None:
-                self._walked[name] = anchor
+            return walked
+        for name in self.nodes:
+            for label in sorted(rules.scope.nodes):
+                hops = rules.derived_hops(label)
+                anchor = self._follow(name, hops) if hops is not None else None
+                if anchor is not None:
+                    walked.setdefault(name, {})[label] = anchor
         # A walk proven through a node whose own walk is proven through the first would be circular.
-        for name in list(self._walked):
-            seen, current = {name}, self._walked.get(name)
-            while current is not None and current not in seen:
-                seen.add(current)
-                current = self._walked.get(current)
-            if current is not None:
-                self._walked.pop(name, None)
-        return self._walked
+        for name, labels in walked.items():
+            for label, anchor in list(labels.items()):
+                if name in _anchors_above(walked, anchor):
+                    del labels[label]
+        return walked
 
     def _follow(self, start: str, hops: tuple[tuple[str, str, frozenset[str]], ...]) -> str | None:
         """The node this owner's pattern reaches from ``start`` along ``hops``, each with its stated labels."""
@@ -420,13 +414,11 @@ class _Owner:
     def checks(self) -> dict[str, tuple[str, ...]]:
         """Per name, the visibility texts a condition naming it waits for (a relationship: with its ends)."""
         out: dict[str, tuple[str, ...]] = {name: (self._node_text(name),) for name in self.nodes}
-        for name in self.walked():
-            # Its visibility is its own text and the anchor's (and so on up a chain of proven walks).
-            chain, current = [self._node_text(name)], self.walked().get(name)
-            while current is not None:
-                chain.append(self._node_text(current))
-                current = self.walked().get(current)
-            out[name] = tuple(chain)
+        walked = self.walked()
+        for name in walked:
+            # Its visibility is its own text and its anchors' (and theirs, up the proven walks).
+            above = sorted(_anchors_above(walked, name))
+            out[name] = (self._node_text(name), *(self._node_text(anchor) for anchor in above))
         for name, (types, start, end) in self.rels.items():
             own = self.predicates.relationship_visible(quote_name(name), types)
             out[name] = (own, *self._end(start, name, "startNode"), *self._end(end, name, "endNode"))
@@ -450,6 +442,18 @@ class _Owner:
 
     def path_text(self, name: str) -> str:
         return self.predicates.visible_path(quote_name(name), has_relationships=self.paths[name])
+
+
+def _anchors_above(walked: dict[str, dict[str, str]], name: str) -> set[str]:
+    """Every anchor ``name``'s proven walks reach, and theirs in turn."""
+    seen: set[str] = set()
+    pending = [name]
+    while pending:
+        for anchor in walked.get(pending.pop(), {}).values():
+            if anchor not in seen:
+                seen.add(anchor)
+                pending.append(anchor)
+    return seen
 
 
 def _joined(texts: list[str] | tuple[str, ...]) -> str:

@@ -209,11 +209,22 @@ class ToolRules:
 
     # ---- nodes ---------------------------------------------------------------------------
 
-    def node(self, var: str, labels: frozenset[str] = frozenset(), depth: int = 0, *, chained: bool = False) -> str:
+    def node(
+        self,
+        var: str,
+        labels: frozenset[str] = frozenset(),
+        depth: int = 0,
+        *,
+        chained: bool = False,
+        walked: frozenset[str] = frozenset(),
+    ) -> str:
         """``var`` (a variable or expression) is a visible node; ``labels`` it surely carries.
 
         ``chained``: ``var`` is an anchor whose stated label's derived rule the caller's walk
-        continues (``_derived``), so that rule is not written here.
+        continues (``_derived``), so that rule is not written here. ``walked``: derived labels whose
+        walk the agent's own pattern takes from ``var`` to a node checked beside it
+        (``derived_hops``), so their walks are not written either; whether ``var`` carries them is
+        still tested.
         """
         conditioned = sorted(set(self.scope.nodes) | set(self.filters) | set(self.pins))
         named = set(self.scope.nodes)
@@ -239,7 +250,14 @@ class ToolRules:
         for label in conditioned:
             stated = label in labels
             condition = self._label(
-                var, label, depth, stated=stated, chained=chained, own_rule=label not in shared, alone=alone
+                var,
+                label,
+                depth,
+                stated=stated,
+                chained=chained,
+                walked=label in walked,
+                own_rule=label not in shared,
+                alone=alone,
             )
             if stated or condition == TRUE:
                 parts.append(condition)
@@ -256,7 +274,7 @@ class ToolRules:
 
     def derived_hops(self, label: str) -> tuple[Hop, ...] | None:
         """The hops of ``label``'s walk when its rule is a derived walk alone over a plain chain:
-        a pattern that matches them to a visible anchor proves the walk (``node(…, chained=True)``)."""
+        a pattern that matches them to a visible anchor proves the walk (``node(…, walked=…)``)."""
         rule = self.scope.nodes.get(label)
         if rule is None or not is_derived(rule):
             return None
@@ -317,6 +335,7 @@ class ToolRules:
         chained: bool = False,
         own_rule: bool = True,
         alone: bool = False,
+        walked: bool = False,
     ) -> str:
         """``label``'s conditions; ``own_rule`` False: its rule shares the default's, written once apart,
         so only what it asks beyond the default is written here.
@@ -330,7 +349,7 @@ class ToolRules:
         if rule is not None and full is not None:
             if rule_kinds.needs_neo4j(rule) and alone and not stated:
                 parts.append(FALSE)
-            elif not (is_derived(full) and stated and chained):
+            elif not (is_derived(full) and ((stated and chained) or walked)):
                 parts.append(self._rule(var, rule, depth))
         parts += [self._filter(var, f, depth) for f in self.filters.get(label, ())]
         pin = self.pins.get(label)

@@ -69,3 +69,10 @@ def test_a_chain_of_hops_proves_a_walk_over_two_hops() -> None:
     # Without the repository in the pattern the attempt's walk is written.
     out = rewritten("MATCH (t:Task)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id", _chain_policy())
     assert "EXISTS { MATCH (a)" in out and "EXISTS { MATCH (t)" in out, out
+
+
+def test_a_node_whose_label_is_not_stated_leaves_out_the_walks_its_pattern_takes_only() -> None:
+    out = rewritten("MATCH (r:Repository)-[:HAS_TASK]->(t) RETURN r.name")
+    own = out.split(" AND ((", 1)[1] if " AND ((" in out else out
+    assert "EXISTS { MATCH (t)<-[:HAS_TASK]-" not in out, out  # were t a Task, r proves its walk
+    assert "EXISTS { MATCH (t)<-[:HAS_ATTEMPT]-" in own and "EXISTS { MATCH (t)<-[:HAS_CONCLUSION]-" in own
