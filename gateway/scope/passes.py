@@ -94,6 +94,8 @@ class Context:
     handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
     bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
     outer: dict[ast.Node, frozenset[str]] = field(default_factory=dict)  # the same, per expression owner
+    # Per MATCH and expression owner: the labels stated where each of those names was bound.
+    labels: dict[ast.Node, dict[str, frozenset[str]]] = field(default_factory=dict)
     # Reads of keys some elements do not show (visible_props): (node, opener, closer) wrappers, and
     # map projection items replaced (projection, item, text).
     read_wraps: list[tuple[ast.Node, str, str]] = field(default_factory=list)
@@ -348,11 +350,15 @@ class _Owner:
     singletons: set[str] = field(default_factory=set)  # element variables (a property of one cannot raise)
     # Single-typed directed relationships between two named nodes: (type, from node, to node).
     hops: list[tuple[str, str, str]] = field(default_factory=list)
+    # Names of ``outer``: the labels stated where each was bound, and those this owner states.
+    outer_labels: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def node(self, name: str, labels: frozenset[str]) -> None:
         self.singletons.add(name)
         if name not in self.outer:
             self.nodes.setdefault(name, set()).update(labels)
+        else:
+            self.outer_labels[name] = self.outer_labels.get(name, frozenset()) | labels
 
     def rel(self, name: str, types: frozenset[str], ends: tuple[str | None, str | None]) -> None:
         self.singletons.add(name)
@@ -397,7 +403,7 @@ class _Owner:
             for hop_type, source, target in self.hops:
                 near, far = (source, target) if direction == "out" else (target, source)
                 reached = hop_type == rel_type and near == current and far not in visited
-                if reached and far in self.nodes and labels <= self.nodes[far]:
+                if reached and labels <= self._labels_of(far):
                     following = far
                     break
             if following is None:
@@ -405,6 +411,14 @@ class _Owner:
             current = following
             visited.add(current)
         return current
+
+    def _labels_of(self, name: str) -> frozenset[str]:
+        """What this owner knows ``name`` carries: an element of its own, or one bound (and checked) before."""
+        if name in self.nodes:
+            return frozenset(self.nodes[name])
+        if name in self.outer and name in self.outer_labels:
+            return self.outer_labels[name]
+        return frozenset()
 
     def _end(self, name: str | None, rel: str, function: str) -> tuple[str, ...]:
         if name is None:
@@ -417,7 +431,8 @@ class _Owner:
         walked = self.walked()
         for name in walked:
             # Its visibility is its own text and its anchors' (and theirs, up the proven walks).
-            above = sorted(_anchors_above(walked, name))
+            # An anchor bound before is already visible: nothing to wait for.
+            above = sorted(a for a in _anchors_above(walked, name) if a in self.nodes)
             out[name] = (self._node_text(name), *(self._node_text(anchor) for anchor in above))
         for name, (types, start, end) in self.rels.items():
             own = self.predicates.relationship_visible(quote_name(name), types)
@@ -976,7 +991,7 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
     starts with nothing bound (its imports are checked again), a WITH or RETURN keeps only what
     it lists (or everything with ``*``), a CALL's returned columns count as unbound.
     """
-    return {clause: bound for clause, bound in _clauses_and_bound(parsed) if isinstance(clause, ast.Match)}
+    return {clause: frozenset(bound) for clause, bound in _clauses_and_bound(parsed) if isinstance(clause, ast.Match)}
 
 
 def outer_names(parsed: ParsedQuery) -> dict[ast.Node, frozenset[str]]:
@@ -989,9 +1004,18 @@ def outer_names(parsed: ParsedQuery) -> dict[ast.Node, frozenset[str]]:
     likewise (the MATCH's own names are not among them). Not a WITH's WHERE: a name the projection
     dropped would be bound afresh there; an ORDER BY only the names the projection keeps.
     """
-    out: dict[ast.Node, frozenset[str]] = {}
+    return {
+        owner: frozenset(names) for owner, names in known_labels(parsed).items() if not isinstance(owner, ast.Match)
+    }
+
+
+def known_labels(parsed: ParsedQuery) -> dict[ast.Node, dict[str, frozenset[str]]]:
+    """Per MATCH and per expression owner of ``outer_names``: the names bound before it, each with the
+    labels the pattern that bound it stated (a matched node carries them; a read cannot remove one)."""
+    out: dict[ast.Node, dict[str, frozenset[str]]] = {}
     for clause, bound in _clauses_and_bound(parsed):
         if isinstance(clause, ast.Match):
+            out[clause] = bound
             for owner in _owners(clause.where):
                 out[owner] = bound
         elif isinstance(clause, ast.With | ast.Return):
@@ -999,7 +1023,7 @@ def outer_names(parsed: ParsedQuery) -> dict[ast.Node, frozenset[str]]:
             items = [owner for item in projection.items for owner in _owners(item.expression)]
             ordering = [owner for sort in projection.order_by for owner in _owners(sort.expression)]
             outer = bound
-            if ordering:
+            if ordering and not projection.star:
                 # Neo4j matches an ORDER BY expression to an equal projected one by its text, so both
                 # take one set: the names the projection keeps under their own name, which the
                 # ORDER BY sees whatever DISTINCT or aggregation hides.
@@ -1008,7 +1032,7 @@ def outer_names(parsed: ParsedQuery) -> dict[ast.Node, frozenset[str]]:
                     for item in projection.items
                     if (name := _variable(item.expression)) and (item.alias is None or item.alias.name == name)
                 }
-                outer = bound if projection.star else bound & kept
+                outer = {name: labels for name, labels in bound.items() if name in kept}
             for owner in items + ordering:
                 out[owner] = outer
     return out
@@ -1025,25 +1049,41 @@ def _owners(expression: ast.Node | None) -> list[ast.Node]:
     ]
 
 
-def _clauses_and_bound(parsed: ParsedQuery) -> Iterator[tuple[ast.Node, frozenset[str]]]:
-    """Every clause of every query part, with the variables earlier clauses of its part bound."""
+def _clauses_and_bound(parsed: ParsedQuery) -> Iterator[tuple[ast.Node, dict[str, frozenset[str]]]]:
+    """Every clause of every query part, with the variables earlier clauses of its part bound (and
+    the labels stated where each was bound)."""
     bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
     bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
     for body in bodies:
         for query in ast.single_queries(body):
-            bound: set[str] = set()
+            bound: dict[str, frozenset[str]] = {}
             for clause in query.clauses:
-                yield clause, frozenset(bound)
+                yield clause, dict(bound)
                 if isinstance(clause, ast.Match):
-                    bound |= _declared(clause)
+                    stated = _stated_in(clause)
+                    for name in _declared(clause):
+                        bound[name] = bound.get(name, frozenset()) | stated.get(name, frozenset())
                 elif isinstance(clause, ast.With | ast.Return):
-                    listed = {
-                        item.alias.name if item.alias else _variable(item.expression)
-                        for item in clause.projection.items
-                    }
-                    bound = (bound if clause.projection.star else set()) | {name for name in listed if name}
+                    kept = dict(bound) if clause.projection.star else {}
+                    for item in clause.projection.items:
+                        source = _variable(item.expression)
+                        listed = item.alias.name if item.alias else source
+                        if listed:
+                            kept[listed] = bound.get(source, frozenset()) if source else frozenset()
+                    bound = kept
                 elif isinstance(clause, ast.Unwind):
-                    bound.add(clause.variable.name)
+                    bound[clause.variable.name] = frozenset()
+
+
+def _stated_in(clause: ast.Match) -> dict[str, frozenset[str]]:
+    """The labels the MATCH's patterns state for each node they name (outside repeated groups)."""
+    stated: dict[str, frozenset[str]] = {}
+    for part in clause.patterns:
+        for element in _flat(part.path):
+            if isinstance(element, ast.NodePattern) and element.variable is not None:
+                name = element.variable.name
+                stated[name] = stated.get(name, frozenset()) | _stated_labels(element.labels)
+    return stated
 
 
 def _variable(expr: ast.Expr) -> str | None:
@@ -1061,7 +1101,7 @@ def _declared(clause: ast.Match) -> set[str]:
 
 
 def _scope_match(ctx: Context, node: ast.Match) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates, ctx.bound.get(node, frozenset()))
+    owner = _Owner(ctx.predicates, ctx.bound.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
     _scope_parts(ctx, owner, node.patterns)
     _finish(ctx, node, owner, node.where, node.end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -1073,7 +1113,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
         return []  # a full query: its own MATCH clauses are scoped as clauses
     # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH … }`.
     ctx.edits.open(node, "MATCH ", offset=node.patterns[0].start)
-    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()))
+    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
     _scope_parts(ctx, owner, node.patterns, named=False)
     _finish(ctx, node, owner, node.where, node.patterns[-1].end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -1081,7 +1121,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
 
 
 def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()))
+    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
     whole = needs_path_predicate(ctx.parsed, None, node.pattern)
     name = node.path_variable.name if node.path_variable is not None else None
     if whole and name is None:
@@ -1207,6 +1247,7 @@ def run_passes(
         predicates=predicates,
         bound=bound_before(parsed),
         outer=outer_names(parsed),
+        labels=known_labels(parsed),
         shown=shown,
     )
     for scope_pass in PASSES:

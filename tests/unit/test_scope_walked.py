@@ -47,7 +47,8 @@ def test_a_pattern_that_takes_the_walk_writes_it_once() -> None:
         "MATCH (t:Task)-[:HAS_CONCLUSION]->(a:Attempt) RETURN a.id",  # another type
         "MATCH (t:Task)-[:HAS_ATTEMPT|HAS_CONCLUSION]->(a:Attempt) RETURN a.id",  # one of two types
         "MATCH (t:Task)-[:HAS_ATTEMPT*1..1]->(a:Attempt) RETURN a.id",  # a variable-length hop
-        "MATCH (t:Task) MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id",  # the anchor bound earlier
+        "MATCH (t) MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id",  # bound earlier, no label stated
+        "MATCH (t:Task) WITH t AS u MATCH (u)<-[:HAS_ATTEMPT]-(a:Attempt) RETURN a.id",  # the wrong way
         "MATCH (t:Task), (a:Attempt) RETURN a.id",  # no hop at all
     ],
 )
@@ -76,3 +77,24 @@ def test_a_node_whose_label_is_not_stated_leaves_out_the_walks_its_pattern_takes
     own = out.split(" AND ((", 1)[1] if " AND ((" in out else out
     assert "EXISTS { MATCH (t)<-[:HAS_TASK]-" not in out, out  # were t a Task, r proves its walk
     assert "EXISTS { MATCH (t)<-[:HAS_ATTEMPT]-" in own and "EXISTS { MATCH (t)<-[:HAS_CONCLUSION]-" in own
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "MATCH (t:Task) MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id",
+        "MATCH (t:Task) WITH t OPTIONAL MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id",
+        "MATCH (t:Task) WITH t AS u MATCH (u)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id",
+        "MATCH (t) MATCH (t:Task)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id",  # the label stated here
+        "MATCH (t:Task) RETURN [(t)-[:HAS_ATTEMPT]->(a:Attempt) | a.id] AS ids",
+        "MATCH (t:Task) RETURN COUNT { (t)-[:HAS_ATTEMPT]->(a:Attempt) } AS n",
+    ],
+)
+def test_an_anchor_bound_and_checked_before_proves_the_walk(query: str) -> None:
+    out = rewritten(query)
+    assert f"(a){ATTEMPT_WALK}" not in out, out
+
+
+def test_a_name_rebound_by_unwind_or_an_expression_proves_nothing() -> None:
+    out = rewritten("MATCH (t:Task) WITH collect(t)[0] AS t MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id")
+    assert f"(a){ATTEMPT_WALK}" in out, out
