@@ -34,7 +34,7 @@ recurses only into bracketed nesting, which the parser bounds.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,9 @@ class Context:
     element_names: dict[ast.Node, str] = field(default_factory=dict)  # anonymous elements the rewrite named
     handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
     bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
+    outer: dict[ast.Node, frozenset[str]] = field(default_factory=dict)  # the same, per expression owner
+    # Per MATCH and expression owner: the labels stated where each of those names was bound.
+    labels: dict[ast.Node, dict[str, frozenset[str]]] = field(default_factory=dict)
     # Reads of keys some elements do not show (visible_props): (node, opener, closer) wrappers, and
     # map projection items replaced (projection, item, text).
     read_wraps: list[tuple[ast.Node, str, str]] = field(default_factory=list)
@@ -345,11 +348,17 @@ class _Owner:
     shortest: set[str] = field(default_factory=set)
     waits_for_path: dict[str, str] = field(default_factory=dict)  # a list variable -> its path
     singletons: set[str] = field(default_factory=set)  # element variables (a property of one cannot raise)
+    # Single-typed directed relationships between two named nodes: (type, from node, to node).
+    hops: list[tuple[str, str, str]] = field(default_factory=list)
+    # Names of ``outer``: the labels stated where each was bound, and those this owner states.
+    outer_labels: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def node(self, name: str, labels: frozenset[str]) -> None:
         self.singletons.add(name)
         if name not in self.outer:
             self.nodes.setdefault(name, set()).update(labels)
+        else:
+            self.outer_labels[name] = self.outer_labels.get(name, frozenset()) | labels
 
     def rel(self, name: str, types: frozenset[str], ends: tuple[str | None, str | None]) -> None:
         self.singletons.add(name)
@@ -357,7 +366,59 @@ class _Owner:
             self.rels.setdefault(name, (types, *ends))
 
     def _node_text(self, name: str) -> str:
-        return self.predicates.node_visible(quote_name(name), frozenset(self.nodes[name]))
+        walked = frozenset(self.walked().get(name, {}))
+        return self.predicates.node_visible(quote_name(name), frozenset(self.nodes[name]), walked=walked)
+
+    def walked(self) -> dict[str, dict[str, str]]:
+        """Per node, the derived labels whose walk this owner's own pattern takes, each to the anchor
+        node it reaches (checked in the same WHERE): node name -> {label: anchor name}.
+
+        ``(r:Repository)-[:HAS_TASK]->(t)`` under ``Task: (x)<-[:HAS_TASK]-(anchor:Repository)``: a
+        row holds ``t`` only with a visible ``r`` that proves the walk, so ``t``'s text leaves it out
+        (whether ``t`` is a Task is still tested) and a condition on ``t`` waits for ``r`` as well
+        (``checks``). Computed when asked: the owner's elements are recorded first.
+        """
+        walked: dict[str, dict[str, str]] = {}
+        rules = self.predicates.rules
+        if rules is None:
+            return walked
+        for name in self.nodes:
+            for label in sorted(rules.scope.nodes):
+                hops = rules.derived_hops(label)
+                anchor = self._follow(name, hops) if hops is not None else None
+                if anchor is not None:
+                    walked.setdefault(name, {})[label] = anchor
+        # A walk proven through a node whose own walk is proven through the first would be circular.
+        for name, labels in walked.items():
+            for label, anchor in list(labels.items()):
+                if name in _anchors_above(walked, anchor):
+                    del labels[label]
+        return walked
+
+    def _follow(self, start: str, hops: tuple[tuple[str, str, frozenset[str]], ...]) -> str | None:
+        """The node this owner's pattern reaches from ``start`` along ``hops``, each with its stated labels."""
+        current, visited = start, {start}
+        for rel_type, direction, labels in hops:
+            following = None
+            for hop_type, source, target in self.hops:
+                near, far = (source, target) if direction == "out" else (target, source)
+                reached = hop_type == rel_type and near == current and far not in visited
+                if reached and labels <= self._labels_of(far):
+                    following = far
+                    break
+            if following is None:
+                return None
+            current = following
+            visited.add(current)
+        return current
+
+    def _labels_of(self, name: str) -> frozenset[str]:
+        """What this owner knows ``name`` carries: an element of its own, or one bound (and checked) before."""
+        if name in self.nodes:
+            return frozenset(self.nodes[name])
+        if name in self.outer and name in self.outer_labels:
+            return self.outer_labels[name]
+        return frozenset()
 
     def _end(self, name: str | None, rel: str, function: str) -> tuple[str, ...]:
         if name is None:
@@ -367,6 +428,12 @@ class _Owner:
     def checks(self) -> dict[str, tuple[str, ...]]:
         """Per name, the visibility texts a condition naming it waits for (a relationship: with its ends)."""
         out: dict[str, tuple[str, ...]] = {name: (self._node_text(name),) for name in self.nodes}
+        walked = self.walked()
+        for name in walked:
+            # Its visibility is its own text and its anchors' (and theirs, up the proven walks).
+            # An anchor bound before is already visible: nothing to wait for.
+            above = sorted(a for a in _anchors_above(walked, name) if a in self.nodes)
+            out[name] = (self._node_text(name), *(self._node_text(anchor) for anchor in above))
         for name, (types, start, end) in self.rels.items():
             own = self.predicates.relationship_visible(quote_name(name), types)
             out[name] = (own, *self._end(start, name, "startNode"), *self._end(end, name, "endNode"))
@@ -390,6 +457,18 @@ class _Owner:
 
     def path_text(self, name: str) -> str:
         return self.predicates.visible_path(quote_name(name), has_relationships=self.paths[name])
+
+
+def _anchors_above(walked: dict[str, dict[str, str]], name: str) -> set[str]:
+    """Every anchor ``name``'s proven walks reach, and theirs in turn."""
+    seen: set[str] = set()
+    pending = [name]
+    while pending:
+        for anchor in walked.get(pending.pop(), {}).values():
+            if anchor not in seen:
+                seen.add(anchor)
+                pending.append(anchor)
+    return seen
 
 
 def _joined(texts: list[str] | tuple[str, ...]) -> str:
@@ -422,7 +501,12 @@ def _scope_elements(
             ends = (_neighbour(flat, names, index - 1), _neighbour(flat, names, index + 1))
             if None in ends:
                 ends = (None, None)  # an unnamed neighbour: check both ends through the relationship
-            owner.rel(name, _stated_type(element.types), ends)
+            types = _stated_type(element.types)
+            owner.rel(name, types, ends)
+            left, right = ends
+            if left is not None and right is not None and len(types) == 1 and element.direction != "--":
+                source, target = (left, right) if element.direction == "->" else (right, left)
+                owner.hops.append((next(iter(types)), source, target))
 
 
 def _neighbour(flat: list[ast.PathElement], names: list[str | None], index: int) -> str | None:
@@ -907,25 +991,99 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
     starts with nothing bound (its imports are checked again), a WITH or RETURN keeps only what
     it lists (or everything with ``*``), a CALL's returned columns count as unbound.
     """
-    out: dict[ast.Match, frozenset[str]] = {}
+    return {clause: frozenset(bound) for clause, bound in _clauses_and_bound(parsed) if isinstance(clause, ast.Match)}
+
+
+def outer_names(parsed: ParsedQuery) -> dict[ast.Node, frozenset[str]]:
+    """For each pattern comprehension and short EXISTS / COUNT / COLLECT in a MATCH's WHERE or in a
+    WITH's or RETURN's items: the names bound before that clause (``bound_before``'s reading).
+
+    In a WITH's or RETURN's items those names are exactly in scope and their elements already
+    filtered (the projection runs after the clauses before it), so the owner's pattern refers to
+    them rather than binding them afresh and need not check them again. A MATCH's WHERE sees them
+    likewise (the MATCH's own names are not among them). Not a WITH's WHERE: a name the projection
+    dropped would be bound afresh there; an ORDER BY only the names the projection keeps.
+    """
+    return {
+        owner: frozenset(names) for owner, names in known_labels(parsed).items() if not isinstance(owner, ast.Match)
+    }
+
+
+def known_labels(parsed: ParsedQuery) -> dict[ast.Node, dict[str, frozenset[str]]]:
+    """Per MATCH and per expression owner of ``outer_names``: the names bound before it, each with the
+    labels the pattern that bound it stated (a matched node carries them; a read cannot remove one)."""
+    out: dict[ast.Node, dict[str, frozenset[str]]] = {}
+    for clause, bound in _clauses_and_bound(parsed):
+        if isinstance(clause, ast.Match):
+            out[clause] = bound
+            for owner in _owners(clause.where):
+                out[owner] = bound
+        elif isinstance(clause, ast.With | ast.Return):
+            projection = clause.projection
+            items = [owner for item in projection.items for owner in _owners(item.expression)]
+            ordering = [owner for sort in projection.order_by for owner in _owners(sort.expression)]
+            outer = bound
+            if ordering and not projection.star:
+                # Neo4j matches an ORDER BY expression to an equal projected one by its text, so both
+                # take one set: the names the projection keeps under their own name, which the
+                # ORDER BY sees whatever DISTINCT or aggregation hides.
+                kept = {
+                    name
+                    for item in projection.items
+                    if (name := _variable(item.expression)) and (item.alias is None or item.alias.name == name)
+                }
+                outer = {name: labels for name, labels in bound.items() if name in kept}
+            for owner in items + ordering:
+                out[owner] = outer
+    return out
+
+
+def _owners(expression: ast.Node | None) -> list[ast.Node]:
+    """The pattern comprehensions and short EXISTS / COUNT / COLLECT in ``expression``."""
+    if expression is None:
+        return []
+    return [
+        node
+        for node in expression.walk()
+        if isinstance(node, ast.PatternComprehension) or (isinstance(node, ast.SubqueryExpr) and node.body is None)
+    ]
+
+
+def _clauses_and_bound(parsed: ParsedQuery) -> Iterator[tuple[ast.Node, dict[str, frozenset[str]]]]:
+    """Every clause of every query part, with the variables earlier clauses of its part bound (and
+    the labels stated where each was bound)."""
     bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
     bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
     for body in bodies:
         for query in ast.single_queries(body):
-            bound: set[str] = set()
+            bound: dict[str, frozenset[str]] = {}
             for clause in query.clauses:
+                yield clause, dict(bound)
                 if isinstance(clause, ast.Match):
-                    out[clause] = frozenset(bound)
-                    bound |= _declared(clause)
+                    stated = _stated_in(clause)
+                    for name in _declared(clause):
+                        bound[name] = bound.get(name, frozenset()) | stated.get(name, frozenset())
                 elif isinstance(clause, ast.With | ast.Return):
-                    listed = {
-                        item.alias.name if item.alias else _variable(item.expression)
-                        for item in clause.projection.items
-                    }
-                    bound = (bound if clause.projection.star else set()) | {name for name in listed if name}
+                    kept = dict(bound) if clause.projection.star else {}
+                    for item in clause.projection.items:
+                        source = _variable(item.expression)
+                        listed = item.alias.name if item.alias else source
+                        if listed:
+                            kept[listed] = bound.get(source, frozenset()) if source else frozenset()
+                    bound = kept
                 elif isinstance(clause, ast.Unwind):
-                    bound.add(clause.variable.name)
-    return out
+                    bound[clause.variable.name] = frozenset()
+
+
+def _stated_in(clause: ast.Match) -> dict[str, frozenset[str]]:
+    """The labels the MATCH's patterns state for each node they name (outside repeated groups)."""
+    stated: dict[str, frozenset[str]] = {}
+    for part in clause.patterns:
+        for element in _flat(part.path):
+            if isinstance(element, ast.NodePattern) and element.variable is not None:
+                name = element.variable.name
+                stated[name] = stated.get(name, frozenset()) | _stated_labels(element.labels)
+    return stated
 
 
 def _variable(expr: ast.Expr) -> str | None:
@@ -943,7 +1101,7 @@ def _declared(clause: ast.Match) -> set[str]:
 
 
 def _scope_match(ctx: Context, node: ast.Match) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates, ctx.bound.get(node, frozenset()))
+    owner = _Owner(ctx.predicates, ctx.bound.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
     _scope_parts(ctx, owner, node.patterns)
     _finish(ctx, node, owner, node.where, node.end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -955,7 +1113,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
         return []  # a full query: its own MATCH clauses are scoped as clauses
     # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH … }`.
     ctx.edits.open(node, "MATCH ", offset=node.patterns[0].start)
-    owner = _Owner(ctx.predicates)
+    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
     _scope_parts(ctx, owner, node.patterns, named=False)
     _finish(ctx, node, owner, node.where, node.patterns[-1].end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -963,7 +1121,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
 
 
 def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates)
+    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
     whole = needs_path_predicate(ctx.parsed, None, node.pattern)
     name = node.path_variable.name if node.path_variable is not None else None
     if whole and name is None:
@@ -1083,7 +1241,15 @@ def run_passes(
     ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
     would be longer than ``max_chars`` (checked before the text is built).
     """
-    ctx = Context(parsed=parsed, policy=policy, predicates=predicates, bound=bound_before(parsed), shown=shown)
+    ctx = Context(
+        parsed=parsed,
+        policy=policy,
+        predicates=predicates,
+        bound=bound_before(parsed),
+        outer=outer_names(parsed),
+        labels=known_labels(parsed),
+        shown=shown,
+    )
     for scope_pass in PASSES:
         scope_pass(ctx)
     size = len(parsed.text) + ctx.edits.inserted_chars()

@@ -50,15 +50,19 @@ class Predicates:
     # The two entry points the rewrite uses (docs/decisions/0018): what a pattern states about the
     # element (labels, types; possibly nothing) lets a rule table pick the rules that apply.
 
-    def node_visible(self, node: str, labels: frozenset[str] = frozenset()) -> str:
+    def node_visible(
+        self, node: str, labels: frozenset[str] = frozenset(), *, walked: frozenset[str] = frozenset()
+    ) -> str:
         """``node`` (a variable or expression) is visible to the caller.
 
         ``labels`` are labels the pattern says the node carries (it may carry more at run time);
-        the text holds every named label's rule it carries, whatever was stated.
+        the text holds every named label's rule it carries, whatever was stated. ``walked``: derived
+        labels whose walk the pattern itself takes from ``node`` to a node checked visible beside
+        it, so that walk is not written again.
         """
         if self.rules is None:
             return self.visible(node)
-        return self.rules.node(node, labels)
+        return self.rules.node(node, labels, walked=walked)
 
     def relationship_visible(self, rel: str, types: frozenset[str] = frozenset()) -> str:
         """``rel`` is visible and not of a hidden type (its endpoints are checked apart).

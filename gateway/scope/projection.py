@@ -13,7 +13,11 @@ becomes a ``WITH`` of the same items, ordering, skip and limit, followed by two 
     RETURN __gw_v[0] AS c1, __gw_v[1] AS c2
 
 A column that holds no element and no map is passed as it is (the ``valueType`` test); a RETURN
-whose every column surely holds none (``plain.py``: ``t.id``, ``count(*)``) is not wrapped at all. In a
+whose every column surely holds none (``plain.py``: ``t.id``, ``count(*)``) is not wrapped at all.
+When every column is plain or a variable that is surely one node or relationship wherever the
+query binds it (``Kinds``: ``RETURN t, t.id``), the row list and the container levels are left
+out: each element column becomes its marked map alone, ``CASE WHEN t IS NULL THEN NULL ELSE {…}
+END``, a few hundred characters instead of some seven thousand for Neo4j to plan. In a
 wrapped column, each node becomes ``{__gw: $__gw_shown, n: elementId, l: labels, p: [[key,
 value], …]}`` holding only the keys ``ShownKeys`` lets through (plus those the result check
 reads), each relationship likewise, and each list, map or path that holds one a marked
@@ -58,6 +62,8 @@ HIDE_PARAMETER = f"{GENERATED_PREFIX}hide"
 KEEP_PARAMETER = f"{GENERATED_PREFIX}keep"
 DEFAULT_PARAMETER = f"{GENERATED_PREFIX}show_default"
 ElementKind = Literal["node", "relationship"]
+# How a final RETURN's column is projected: passed as it is, or as the one element it surely holds.
+ColumnForm = Literal["plain", "node", "relationship"]
 _VISIBLE_PARAMETERS: dict[ElementKind, str] = {
     "node": f"{GENERATED_PREFIX}show_nodes",
     "relationship": f"{GENERATED_PREFIX}show_rels",
@@ -132,19 +138,25 @@ def _marked(fields: str) -> str:
     return f"{{{MARK}: ${TAG_PARAMETER}, {fields}}}"
 
 
-def wrapped(value: str, shown: ShownKeys, depth: int) -> str:
-    """Cypher: ``value`` (a variable) with its elements projected, ``depth`` levels of containers deep."""
-    node = _marked(
-        f"n: elementId({value}), l: labels({value}), p: {_properties(value, f'labels({value})', 'node', shown, depth)}"
-    )
-    relationship = _marked(
+def _element(value: str, kind: ElementKind, shown: ShownKeys, depth: int) -> str:
+    """Cypher: the node or relationship ``value`` as the marked map of its shown keys."""
+    if kind == "node":
+        return _marked(
+            f"n: elementId({value}), l: labels({value}), "
+            f"p: {_properties(value, f'labels({value})', 'node', shown, depth)}"
+        )
+    return _marked(
         f"r: elementId({value}), t: type({value}), s: elementId(startNode({value})), "
         f"e: elementId(endNode({value})), p: {_properties(value, f'[type({value})]', 'relationship', shown, depth)}"
     )
+
+
+def wrapped(value: str, shown: ShownKeys, depth: int) -> str:
+    """Cypher: ``value`` (a variable) with its elements projected, ``depth`` levels of containers deep."""
     branches = [
         f"WHEN {value} IS NULL THEN NULL",
-        f"WHEN {value} IS :: NODE THEN {node}",
-        f"WHEN {value} IS :: RELATIONSHIP THEN {relationship}",
+        f"WHEN {value} IS :: NODE THEN {_element(value, 'node', shown, depth)}",
+        f"WHEN {value} IS :: RELATIONSHIP THEN {_element(value, 'relationship', shown, depth)}",
     ]
     if depth == 0:
         # Past the levels the wrapper rebuilds: a value that may still hold an element is replaced
@@ -223,16 +235,25 @@ def wrap_returns(
     """
     done = False
     nodes = list(parsed.walk())
-    plainness = Plainness(nodes, Kinds(nodes).of)
+    kinds = Kinds(nodes)
+    plainness = Plainness(nodes, kinds.of)
+
+    def form(expression: ast.Expr) -> ColumnForm | None:
+        if plainness.plain(expression):
+            return "plain"
+        kind = kinds.of(expression)
+        return "node" if kind == "node" else "relationship" if kind == "relationship" else None
+
     for clause in final_returns(parsed):
         projection = clause.projection
         starred = (stars or {}).get(projection) if projection.star else []
         if starred is None or not (starred or projection.items):
             continue
-        plain_items = all(plainness.plain(item.expression) for item in projection.items)
-        if plain_items and all(name in plainness.plain_names for name in starred):
+        forms = [form(ast.Variable(start=0, end=0, name=name)) for name in starred]
+        forms += [form(item.expression) for item in projection.items]
+        if all(f == "plain" for f in forms):
             continue
-        _wrap(parsed, edits, clause, shown, rewritten, starred)
+        _wrap(parsed, edits, clause, shown, rewritten, starred, forms)
         done = True
     return done
 
@@ -244,6 +265,7 @@ def _wrap(
     shown: ShownKeys,
     rewritten: Container[ast.Node],
     starred: list[str],
+    forms: list[ColumnForm | None],
 ) -> None:
     keyword = token_at(parsed, clause.start, parsed.text[clause.start : clause.start + 6])
     edits.replace(keyword, keyword + 6, "WITH")
@@ -254,6 +276,15 @@ def _wrap(
         plain = item.alias is None and not isinstance(ast.unparen(item.expression), ast.Variable)
         if plain and not renamed_by_rewrite(item, rewritten):
             edits.close(item, f" AS {_backticked(name)}")
+    known_forms = [f for f in forms if f is not None]
+    if len(known_forms) == len(forms):
+        # Every column is plain or surely one element (or null): each is projected on its own,
+        # without the row list and the container levels a column of unknown shape needs.
+        known = [_known(_backticked(name), f, shown) for name, f in zip(names, known_forms, strict=True)]
+        edits.close(
+            clause, " RETURN " + ", ".join(f"{k} AS {_backticked(n)}" for k, n in zip(known, names, strict=True))
+        )
+        return
     columns = ", ".join(_backticked(n) for n in names)
     row = f"{GENERATED_PREFIX}c"
     # The trailing 0 and '' make the list's static element type ANY: Neo4j checks function
@@ -264,6 +295,13 @@ def _wrap(
         + ", ".join(f"{ROW}[{index}] AS {_backticked(name)}" for index, name in enumerate(names))
     )
     edits.close(clause, projected)
+
+
+def _known(value: str, form: ColumnForm, shown: ShownKeys) -> str:
+    """Cypher: a column of known form, projected (a plain value passes as it is)."""
+    if form == "plain":
+        return value
+    return f"CASE WHEN {value} IS NULL THEN NULL ELSE {_element(value, form, shown, 0)} END"
 
 
 def new_tag() -> str:

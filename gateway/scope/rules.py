@@ -101,6 +101,9 @@ class _Derived:
     text: str
     spans: tuple[tuple[int, int, str], ...]  # (start, end, "x" | "anchor") in ``text``
     anchor_labels: frozenset[str]
+    # From ``x`` to the anchor, each hop's (type, "out" | "in" seen from the side nearer ``x``, the
+    # labels the far node is stated to carry); None unless the path is such a plain chain.
+    hops: tuple[Hop, ...] | None = None
 
     @classmethod
     def of(cls, path: str) -> _Derived:
@@ -118,7 +121,7 @@ class _Derived:
                     labels = frozenset(element.labels.names() if element.labels else ())
         text = parsed.text[match.patterns[0].start : match.patterns[0].end]
         offset = match.patterns[0].start
-        return cls(text, tuple((s - offset, e - offset, n) for s, e, n in spans), labels)
+        return cls(text, tuple((s - offset, e - offset, n) for s, e, n in spans), labels, _hops(elements))
 
     def renamed(self, element: str, anchor: str) -> str:
         out, last = [], 0
@@ -126,6 +129,38 @@ class _Derived:
             out += [self.text[last:start], element if name == DERIVED_ELEMENT else anchor]
             last = end
         return "".join(out) + self.text[last:]
+
+
+Hop = tuple[str, str, frozenset[str]]
+
+
+def _hops(elements: list[Any]) -> tuple[Hop, ...] | None:
+    """The chain from ``x`` (first) to ``anchor`` (last), when every hop is one single-typed, directed
+    relationship and no element carries a property map or a WHERE; else None."""
+    if len(elements) < 3 or any(e.properties is not None or e.where is not None for e in elements):
+        return None
+    first, last = elements[0], elements[-1]
+    if not (
+        isinstance(first, ast.NodePattern) and first.variable is not None and first.variable.name == DERIVED_ELEMENT
+    ):
+        return None
+    if not (isinstance(last, ast.NodePattern) and last.variable is not None and last.variable.name == DERIVED_ANCHOR):
+        return None
+    hops: list[Hop] = []
+    for rel, far in zip(elements[1::2], elements[2::2], strict=True):
+        if not isinstance(rel, ast.RelPattern) or not isinstance(far, ast.NodePattern):
+            return None
+        rel_type = rel.types.expression if rel.types is not None else None
+        if rel.length is not None or rel.quantifier is not None or rel.direction == "--":
+            return None
+        far_label = far.labels.expression if far.labels is not None else None
+        if not isinstance(rel_type, ast.LabelName) or not isinstance(far_label, ast.LabelName | None):
+            return None
+        if far is not last and far.variable is not None:
+            return None
+        labels = frozenset({far_label.name} if far_label is not None else ())
+        hops.append((rel_type.name, "out" if rel.direction == "->" else "in", labels))
+    return tuple(hops)
 
 
 @dataclass(frozen=True)
@@ -182,11 +217,22 @@ class ToolRules:
 
     # ---- nodes ---------------------------------------------------------------------------
 
-    def node(self, var: str, labels: frozenset[str] = frozenset(), depth: int = 0, *, chained: bool = False) -> str:
+    def node(
+        self,
+        var: str,
+        labels: frozenset[str] = frozenset(),
+        depth: int = 0,
+        *,
+        chained: bool = False,
+        walked: frozenset[str] = frozenset(),
+    ) -> str:
         """``var`` (a variable or expression) is a visible node; ``labels`` it surely carries.
 
         ``chained``: ``var`` is an anchor whose stated label's derived rule the caller's walk
-        continues (``_derived``), so that rule is not written here.
+        continues (``_derived``), so that rule is not written here. ``walked``: derived labels whose
+        walk the agent's own pattern takes from ``var`` to a node checked beside it
+        (``derived_hops``), so their walks are not written either; whether ``var`` carries them is
+        still tested.
         """
         conditioned = sorted(set(self.scope.nodes) | set(self.filters) | set(self.pins))
         named = set(self.scope.nodes)
@@ -210,7 +256,13 @@ class ToolRules:
             if label in excluded:
                 continue
             condition = self._label(
-                var, label, depth, stated=label in labels, chained=chained, own_rule=label not in shared
+                var,
+                label,
+                depth,
+                stated=label in labels,
+                chained=chained,
+                walked=label in walked,
+                own_rule=label not in shared,
             )
             if label in labels or condition == TRUE:
                 parts.append(condition)
@@ -252,6 +304,14 @@ class ToolRules:
         if len(named - derived) <= 1:
             return carried  # two named labels carried: one is derived
         return f"({carried} OR {_none_of(var, sorted(derived))})"
+
+    def derived_hops(self, label: str) -> tuple[Hop, ...] | None:
+        """The hops of ``label``'s walk when its rule is a derived walk alone over a plain chain:
+        a pattern that matches them to a visible anchor proves the walk (``node(…, walked=…)``)."""
+        rule = self.scope.nodes.get(label)
+        if rule is None or not is_derived(rule):
+            return None
+        return self.derived[rule.path or ""].hops
 
     def label_condition(self, var: str, label: str) -> str:
         """One named label's own condition (its rule, filters and pin), the part ``node`` holds for it."""
@@ -303,13 +363,14 @@ class ToolRules:
         stated: bool,
         chained: bool = False,
         own_rule: bool = True,
+        walked: bool = False,
     ) -> str:
         """``label``'s conditions; ``own_rule`` False: its rule shares the default's, written once apart,
         so only what it asks beyond the default is written here."""
         parts: list[str] = []
         full = self.scope.nodes.get(label)
         rule = full if own_rule or full is None else composition.without(full, self.scope.default)
-        if rule is not None and full is not None and not (is_derived(full) and stated and chained):
+        if rule is not None and full is not None and not (is_derived(full) and ((stated and chained) or walked)):
             parts.append(self._rule(var, rule, depth))
         parts += [self._filter(var, f, depth) for f in self.filters.get(label, ())]
         pin = self.pins.get(label)

@@ -23,7 +23,7 @@ from gateway.cypher import ParsedQuery, ast, parse
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
-from gateway.scope.passes import bound_before, needs_path_predicate
+from gateway.scope.passes import bound_before, needs_path_predicate, outer_names
 from gateway.scope.predicates import Predicates, quote_name
 from gateway.scope.rules import ToolRules
 from tests.support.corpus import load_corpus
@@ -144,6 +144,7 @@ def _declared(node: ast.Node) -> set[str]:
 
 
 BOUND: dict[ast.Match, frozenset[str]] = {}
+OUTER: dict[ast.Node, frozenset[str]] = {}
 
 
 def _declared_before(parsed: ParsedQuery, offset: int) -> set[str]:
@@ -161,7 +162,8 @@ def _check(parsed: ParsedQuery, node: ast.Node, outer: set[str], predicates: Pre
         _assert_owner(parsed, parts, node.where, outer | BOUND.get(node, frozenset()), predicates)
         inner = outer | set().union(*(_declared(part) for part in node.patterns))
     elif isinstance(node, ast.PatternComprehension):
-        _assert_owner(parsed, [(None, node.path_variable, node.pattern)], node.where, outer, predicates)
+        known = outer | OUTER.get(node, frozenset())
+        _assert_owner(parsed, [(None, node.path_variable, node.pattern)], node.where, known, predicates)
         inner = outer | _declared(node.pattern)
     elif isinstance(node, ast.SubqueryExpr):
         # Every short form was turned into a MATCH body (checked as a Match below); the names bound
@@ -181,6 +183,8 @@ def assert_closed(rewritten: str) -> None:
     predicates = _predicates()
     BOUND.clear()
     BOUND.update(bound_before(parsed))  # names an earlier clause bound (and checked)
+    OUTER.clear()
+    OUTER.update(outer_names(parsed))  # the same, for a comprehension in a projection's items
     for statement in parsed.statements:
         _check(parsed, statement, set(), predicates)
 

@@ -17,7 +17,7 @@ PAYMENTS = Principal(name="payments", attributes={"repositories": frozenset({"ac
 
 
 def test_the_shipped_allow_list_wraps_the_answer_with_its_own_lists() -> None:
-    parsed = parse_query("MATCH (a:Attempt) RETURN a", MENTIS.tool("analyze").limits, "5")
+    parsed = parse_query("MATCH (a:Attempt) RETURN [a] AS xs", MENTIS.tool("analyze").limits, "5")
     plan = scope.plan(parsed, MENTIS, "analyze", PAYMENTS)
     assert TAG_PARAMETER in plan.params and "__gw_row" in plan.cypher
     assert MENTIS.visible_properties is not None
@@ -46,10 +46,10 @@ def _wrapped(query: str) -> str:
 @pytest.mark.parametrize(
     ("query", "columns"),
     [
-        ("MATCH (a:Attempt) RETURN *", "WITH a WITH [a, 0, ''] AS __gw_row"),
-        ("MATCH (a:Attempt) WITH a, 1 AS z RETURN DISTINCT *, a.id AS i", "WITH DISTINCT a, z, "),
-        ("MATCH (a:Attempt) RETURN *, a", "WITH  a WITH [a, 0, ''] AS __gw_row"),
-        ("MATCH (a:Attempt) RETURN * UNION MATCH (a:Task) RETURN *", "UNION MATCH"),
+        ("MATCH (a:Attempt) UNWIND [a] AS b RETURN *", "WITH a, b WITH [a, b, 0, ''] AS __gw_row"),
+        ("MATCH (a:Attempt) WITH a, [a] AS z RETURN DISTINCT *, a.id AS i", "WITH DISTINCT a, z, "),
+        ("MATCH (a:Attempt) WITH [a] AS z RETURN *, z", "WITH  z WITH [z, 0, ''] AS __gw_row"),
+        ("MATCH (a:Attempt) WITH [a] AS a RETURN * UNION MATCH (a:Task) WITH [a] AS a RETURN *", "UNION MATCH"),
     ],
 )
 def test_a_final_return_star_is_spelt_out_and_wrapped(query: str, columns: str) -> None:
@@ -59,8 +59,8 @@ def test_a_final_return_star_is_spelt_out_and_wrapped(query: str, columns: str) 
 
 
 def test_a_with_star_stays() -> None:
-    out = _wrapped("MATCH (a:Attempt) WITH * RETURN a")
-    assert "WITH * WITH a WITH [a, 0, ''] AS __gw_row" in out, out
+    out = _wrapped("MATCH (a:Attempt) WITH * RETURN [a] AS xs")
+    assert "WITH * WITH [a] AS xs WITH [xs, 0, ''] AS __gw_row" in out, out
 
 
 def test_the_marker_past_the_wrappers_levels_refuses_on_both_transports() -> None:

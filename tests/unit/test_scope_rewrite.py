@@ -361,8 +361,8 @@ def test_one_guard_per_where_with_the_seekable_conditions_repeated_in_front() ->
             "MATCH (a)-->(y)-->(z {n: 1 / y.n}) RETURN z",
             f"(z {{n: CASE WHEN {node('y')} AND {node('z')} THEN (1 / y.n)",
         ),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", f"WHERE CASE WHEN {node('a')} AND {node('b')}"),
-        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", f"WHERE CASE WHEN {node('a')} AND {node('b')}"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE 1 / b.n = 1 | b] AS c", f"WHERE CASE WHEN {node('b')} AND "),
+        ("MATCH (a) RETURN COUNT { (a)-->(b) WHERE 1 / b.n = 1 } AS c", f"WHERE CASE WHEN {node('b')} AND "),
         # An anonymous element with a condition is named so that it can be checked first.
         ("MATCH (a)-[*1..2]->(WHERE 1 / $x = 1) RETURN a", f"(__gw_n1 WHERE CASE WHEN {node('__gw_n1')} THEN"),
     ],
@@ -452,3 +452,45 @@ def test_elements_bound_by_an_earlier_clause_are_not_checked_again() -> None:
     # A subquery's body starts with nothing bound (its imports are checked again).
     out = rewritten("MATCH (a) CALL (a) { MATCH (a)-->(b) RETURN b } RETURN b")
     assert node("a") in out.split("CALL (a) {", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "MATCH (t:Task) RETURN t.id, [(t)-[:HAS]->(a) | a.x] AS xs",
+        "MATCH (t:Task) WITH t RETURN COUNT { (t)-[:HAS]->(a) } AS n",
+        "MATCH (t:Task) WITH t, EXISTS { (t)-[:HAS]->(a) } AS has RETURN has",
+        "MATCH (t:Task) MATCH (u) WHERE size([(t)-[:HAS]->(a) | a]) > 0 RETURN u",
+    ],
+)
+def test_a_comprehension_or_short_subquery_in_the_items_does_not_check_an_earlier_name_again(query: str) -> None:
+    out = rewritten(query)
+    assert out.count("[t.layers]") == 1, out  # t's predicate once, in its MATCH
+    assert "[a.layers]" in out  # the owner's own node is checked
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # The projection dropped t: in the WITH's WHERE or ORDER BY the pattern binds a new t.
+        "MATCH (t:Task) WITH 1 AS one WHERE size([(t)-[:HAS]->(a) | a]) > 0 RETURN one",
+        "MATCH (t:Task) WITH count(*) AS n ORDER BY size([(t)-[:HAS]->(a) | a]) RETURN n",
+        # The MATCH's own names are not yet filtered while its WHERE runs.
+        "MATCH (t:Task) WHERE size([(t)-[:HAS]->(a) | a]) > 0 RETURN t.id",
+        # A name not bound before the RETURN: the pattern binds it.
+        "MATCH (u:Task) WITH u RETURN [(t)-[:HAS]->(a) | a.x] AS xs",
+    ],
+)
+def test_a_name_a_comprehension_binds_afresh_is_checked(query: str) -> None:
+    out = rewritten(query)
+    assert "[t.layers]" in out[out.index("[(t)") :], out  # checked inside the comprehension
+
+
+def test_an_order_by_and_the_items_take_one_set_of_earlier_names() -> None:
+    # DISTINCT: the ORDER BY sees only what is projected, and its text must equal the item's.
+    out = rewritten("MATCH (t) WITH t RETURN DISTINCT COUNT { (t)-->() } ORDER BY COUNT { (t)-->() }")
+    projected, ordered = out.split(" RETURN DISTINCT ")[1].split(" ORDER BY ")
+    assert projected.split(" AS ")[0] == ordered and "[t.layers]" in ordered
+    kept = rewritten("MATCH (t) WITH t RETURN DISTINCT t, COUNT { (t)-->() } ORDER BY COUNT { (t)-->() }")
+    projected, ordered = kept.split(" RETURN DISTINCT ")[1].split(" ORDER BY ")
+    assert projected.split(", ", 1)[1].split(" AS ")[0] == ordered and "[t.layers]" not in ordered

@@ -104,6 +104,12 @@ COVERED = [
     ("list of lists", f"MATCH (a:{M}:Attempt) RETURN [[a, a.uid], [a]] AS xs ORDER BY a.uid"),
     ("map of lists", f"MATCH (a:{M}:Attempt)-[k:KNOWS]->() RETURN {{xs: [a, k], n: {{deep: a}}}} AS m ORDER BY a.uid"),
     ("nulls", f"MATCH (a:{M}:Attempt) OPTIONAL MATCH (a)-[k:NOPE]->(b) RETURN a.uid, k, b, [b] ORDER BY a.uid"),
+    # Every column a value or surely one element: each projected alone, without the container levels.
+    (
+        "nulls, each column alone",
+        f"MATCH (a:{M}:Attempt) OPTIONAL MATCH (a)-[k:NOPE]->(b) RETURN a.uid, k, b ORDER BY a.uid",
+    ),
+    ("elements and values alone", f"MATCH (a:{M}:Attempt)-[k:KNOWS]->(f) RETURN a AS x, k, f, f.uid ORDER BY x.uid"),
     ("map projection", f"MATCH (a:{M}:Attempt) RETURN a {{.uid, self: a}} AS m ORDER BY m.uid"),
     ("plain values", f"MATCH (a:{M}:Attempt) RETURN a.uid, [1, 2], {{k: 'v'}}, null ORDER BY a.uid"),
     ("three containers deep", f"MATCH (a:{M}:Attempt {{uid: 'att-1'}}) RETURN [[[a]]] AS xs"),
