@@ -8,7 +8,7 @@ both layers, with the rewrite alone, and with the rewrite off (layer 2 alone).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,17 +94,19 @@ def test_a_node_with_two_derived_labels_is_hidden_whatever_the_pattern_states(
     two = f"{marker}Two"
     cypher = f"MATCH {pattern.format(m=two)} WHERE n.name = 'task-and-attempt' RETURN n"
     # Each walk holds (its task and its repository are alice's): hidden all the same, two parents claimed.
+    create = (
+        f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}})-[:HAS_TASK]->(ta1:Task:{marker} {{name: 'task-a1'}}) "
+        f"CREATE (ra)-[:HAS_TASK]->(two:Task:Attempt:{two} {{name: 'task-and-attempt'}})<-[:HAS_ATTEMPT]-(ta1)"
+    )
     with neo4j_driver.session(database=neo4j_connection.database) as session:
-        session.run(
-            f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}})-[:HAS_TASK]->(ta1:Task:{marker} {{name: 'task-a1'}}) "
-            f"CREATE (ra)-[:HAS_TASK]->(two:Task:Attempt:{two} {{name: 'task-and-attempt'}})<-[:HAS_ATTEMPT]-(ta1)"
-        ).consume()
-        try:
-            assert session.run(cypher.replace("RETURN n", "RETURN count(n)")).single()[0] == 1
-            result = gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE)
-        finally:
-            session.run(f"MATCH (n:{two}) DETACH DELETE n").consume()
-    assert result.rows == []
+        rows = _rows_beside(
+            session,
+            create,
+            two,
+            lambda: gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE).rows,
+            cypher,
+        )
+    assert rows == []
 
 
 @pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
@@ -124,17 +126,30 @@ def test_a_node_with_a_derived_and_another_named_label_is_hidden_whatever_the_pa
     cypher = f"MATCH {pattern.format(m=both)} RETURN n"
     # Each label's rule holds on its own (alice's repository name; a task of alice's repository):
     # a node that belongs to one parent and is also something else is hidden all the same.
+    create = (
+        f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}}) "
+        f"CREATE (ra)-[:HAS_TASK]->(:Repository:Task:{both} {{name: 'repo-a', id: 't9'}})"
+    )
     with neo4j_driver.session(database=neo4j_connection.database) as session:
-        session.run(
-            f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}}) "
-            f"CREATE (ra)-[:HAS_TASK]->(:Repository:Task:{both} {{name: 'repo-a', id: 't9'}})"
-        ).consume()
-        try:
-            assert session.run(cypher.replace("RETURN n", "RETURN count(n)")).single()[0] == 1
-            result = gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE)
-        finally:
-            session.run(f"MATCH (n:{both}) DETACH DELETE n").consume()
-    assert result.rows == []
+        rows = _rows_beside(
+            session,
+            create,
+            both,
+            lambda: gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE).rows,
+            cypher,
+        )
+    assert rows == []
+
+
+def _rows_beside(session: Any, create: str, label: str, answer: Callable[[], list[Any]], cypher: str) -> list[Any]:
+    """The gateway's rows for ``cypher`` while the nodes ``create`` makes (labelled ``label``) exist;
+    the raw query finds exactly one, so an empty answer is the gateway hiding it."""
+    session.run(create).consume()
+    try:
+        assert session.run(cypher.replace("RETURN n", "RETURN count(n)")).single()[0] == 1
+        return answer()
+    finally:
+        session.run(f"MATCH (n:{label}) DETACH DELETE n").consume()
 
 
 @pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
