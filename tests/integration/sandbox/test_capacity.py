@@ -406,8 +406,9 @@ def test_a_socket_left_listening_is_gone_before_the_next_job(
 
 CHILDREN_OF_THE_FIRST = PROC_FILES + (
     "for p, stat in proc_files('stat'):\n"
-    "    fields = stat.rsplit(')', 1)[1].split()\n"
-    "    if fields[1] == '1': print(p, fields[19])\n"  # ppid, start time
+    "    fields = stat.rsplit(')', 1)[-1].split()\n"
+    # A process that ended between the listing and the read leaves an empty stat: skipped.
+    "    if len(fields) > 19 and fields[1] == '1': print(p, fields[19])\n"  # ppid, start time
 )
 
 
