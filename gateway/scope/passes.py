@@ -92,10 +92,8 @@ class Context:
     generated: dict[ast.PatternPart, list[str]] = field(default_factory=dict)  # names given in MATCH parts
     element_names: dict[ast.Node, str] = field(default_factory=dict)  # anonymous elements the rewrite named
     handled: set[ast.QuantifiedPath] = field(default_factory=set)  # groups whose WHERE a selector guarded
-    bound: dict[ast.Match, frozenset[str]] = field(default_factory=dict)  # names bound before each MATCH
-    outer: dict[ast.Node, frozenset[str]] = field(default_factory=dict)  # the same, per expression owner
-    # Per MATCH and expression owner: the labels stated where each of those names was bound.
-    labels: dict[ast.Node, dict[str, frozenset[str]]] = field(default_factory=dict)
+    # Per MATCH and expression owner: the names bound before it, with the labels stated where bound.
+    bound: dict[ast.Node, dict[str, frozenset[str]]] = field(default_factory=dict)
     # Reads of keys some elements do not show (visible_props): (node, opener, closer) wrappers, and
     # map projection items replaced (projection, item, text).
     read_wraps: list[tuple[ast.Node, str, str]] = field(default_factory=list)
@@ -352,8 +350,14 @@ class _Owner:
     hops: list[tuple[str, str, str]] = field(default_factory=list)
     # Names of ``outer``: the labels stated where each was bound, and those this owner states.
     outer_labels: dict[str, frozenset[str]] = field(default_factory=dict)
+    _walked: dict[str, dict[str, str]] | None = None  # ``walked()``, until an element is recorded
+
+    def hop(self, rel_type: str, source: str, target: str) -> None:
+        self._walked = None
+        self.hops.append((rel_type, source, target))
 
     def node(self, name: str, labels: frozenset[str]) -> None:
+        self._walked = None
         self.singletons.add(name)
         if name not in self.outer:
             self.nodes.setdefault(name, set()).update(labels)
@@ -376,9 +380,12 @@ class _Owner:
         ``(r:Repository)-[:HAS_TASK]->(t)`` under ``Task: (x)<-[:HAS_TASK]-(anchor:Repository)``: a
         row holds ``t`` only with a visible ``r`` that proves the walk, so ``t``'s text leaves it out
         (whether ``t`` is a Task is still tested) and a condition on ``t`` waits for ``r`` as well
-        (``checks``). Computed when asked: the owner's elements are recorded first.
+        (``checks``). Kept until another element is recorded.
         """
+        if self._walked is not None:
+            return self._walked
         walked: dict[str, dict[str, str]] = {}
+        self._walked = walked
         rules = self.predicates.rules
         if rules is None:
             return walked
@@ -416,9 +423,7 @@ class _Owner:
         """What this owner knows ``name`` carries: an element of its own, or one bound (and checked) before."""
         if name in self.nodes:
             return frozenset(self.nodes[name])
-        if name in self.outer and name in self.outer_labels:
-            return self.outer_labels[name]
-        return frozenset()
+        return self.outer_labels.get(name, frozenset())
 
     def _end(self, name: str | None, rel: str, function: str) -> tuple[str, ...]:
         if name is None:
@@ -506,7 +511,7 @@ def _scope_elements(
             left, right = ends
             if left is not None and right is not None and len(types) == 1 and element.direction != "--":
                 source, target = (left, right) if element.direction == "->" else (right, left)
-                owner.hops.append((next(iter(types)), source, target))
+                owner.hop(next(iter(types)), source, target)
 
 
 def _neighbour(flat: list[ast.PathElement], names: list[str | None], index: int) -> str | None:
@@ -983,35 +988,23 @@ def scope_selected_path(ctx: Context, part: ast.PatternPart, owner: _Owner) -> N
     ctx.edits.close(path, f" WHERE {condition})")
 
 
-def bound_before(parsed: ParsedQuery) -> dict[ast.Match, frozenset[str]]:
-    """The variables each MATCH clause finds bound by earlier clauses of its query part.
+def bound_before(parsed: ParsedQuery) -> dict[ast.Node, dict[str, frozenset[str]]]:
+    """Per MATCH, and per pattern comprehension or short EXISTS / COUNT / COLLECT in a MATCH's WHERE
+    or a WITH's or RETURN's items: the variables earlier clauses of its query part bound, each with
+    the labels the pattern that bound it stated (a matched node carries them; a read cannot remove
+    one).
 
     Their elements came from an earlier pattern (nothing else yields a node or a relationship),
     so they were filtered there and are not checked again. Conservative: a subquery's body
     starts with nothing bound (its imports are checked again), a WITH or RETURN keeps only what
     it lists (or everything with ``*``), a CALL's returned columns count as unbound.
-    """
-    return {clause: frozenset(bound) for clause, bound in _clauses_and_bound(parsed) if isinstance(clause, ast.Match)}
-
-
-def outer_names(parsed: ParsedQuery) -> dict[ast.Node, frozenset[str]]:
-    """For each pattern comprehension and short EXISTS / COUNT / COLLECT in a MATCH's WHERE or in a
-    WITH's or RETURN's items: the names bound before that clause (``bound_before``'s reading).
 
     In a WITH's or RETURN's items those names are exactly in scope and their elements already
-    filtered (the projection runs after the clauses before it), so the owner's pattern refers to
-    them rather than binding them afresh and need not check them again. A MATCH's WHERE sees them
-    likewise (the MATCH's own names are not among them). Not a WITH's WHERE: a name the projection
-    dropped would be bound afresh there; an ORDER BY only the names the projection keeps.
+    filtered (the projection runs after the clauses before it), so an owner's pattern there refers
+    to them rather than binding them afresh; a MATCH's WHERE sees them likewise (the MATCH's own
+    names are not among them). Not a WITH's WHERE: a name the projection dropped would be bound
+    afresh there; an ORDER BY only the names the projection keeps.
     """
-    return {
-        owner: frozenset(names) for owner, names in known_labels(parsed).items() if not isinstance(owner, ast.Match)
-    }
-
-
-def known_labels(parsed: ParsedQuery) -> dict[ast.Node, dict[str, frozenset[str]]]:
-    """Per MATCH and per expression owner of ``outer_names``: the names bound before it, each with the
-    labels the pattern that bound it stated (a matched node carries them; a read cannot remove one)."""
     out: dict[ast.Node, dict[str, frozenset[str]]] = {}
     for clause, bound in _clauses_and_bound(parsed):
         if isinstance(clause, ast.Match):
@@ -1100,8 +1093,14 @@ def _declared(clause: ast.Match) -> set[str]:
     return names
 
 
+def _owner_after(ctx: Context, node: ast.Node) -> _Owner:
+    """The owner for ``node``'s patterns, with the names earlier clauses bound (and checked)."""
+    bound = ctx.bound.get(node, {})
+    return _Owner(ctx.predicates, frozenset(bound), outer_labels=dict(bound))
+
+
 def _scope_match(ctx: Context, node: ast.Match) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates, ctx.bound.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
+    owner = _owner_after(ctx, node)
     _scope_parts(ctx, owner, node.patterns)
     _finish(ctx, node, owner, node.where, node.end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -1113,7 +1112,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
         return []  # a full query: its own MATCH clauses are scoped as clauses
     # The short form `EXISTS { (a)-->(b) WHERE … }` becomes `EXISTS { MATCH … }`.
     ctx.edits.open(node, "MATCH ", offset=node.patterns[0].start)
-    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
+    owner = _owner_after(ctx, node)
     _scope_parts(ctx, owner, node.patterns, named=False)
     _finish(ctx, node, owner, node.where, node.patterns[-1].end)
     _guard_parts(ctx, owner, [part.path for part in node.patterns])
@@ -1121,7 +1120,7 @@ def _scope_subquery(ctx: Context, node: ast.SubqueryExpr) -> list[ast.Path]:
 
 
 def _scope_comprehension(ctx: Context, node: ast.PatternComprehension) -> list[ast.Path]:
-    owner = _Owner(ctx.predicates, ctx.outer.get(node, frozenset()), outer_labels=dict(ctx.labels.get(node, {})))
+    owner = _owner_after(ctx, node)
     whole = needs_path_predicate(ctx.parsed, None, node.pattern)
     name = node.path_variable.name if node.path_variable is not None else None
     if whole and name is None:
@@ -1246,8 +1245,6 @@ def run_passes(
         policy=policy,
         predicates=predicates,
         bound=bound_before(parsed),
-        outer=outer_names(parsed),
-        labels=known_labels(parsed),
         shown=shown,
     )
     for scope_pass in PASSES:

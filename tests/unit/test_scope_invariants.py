@@ -23,7 +23,7 @@ from gateway.cypher import ParsedQuery, ast, parse
 from gateway.domain import Principal
 from gateway.errors import QueryRejected
 from gateway.policy import load_policy
-from gateway.scope.passes import bound_before, needs_path_predicate, outer_names
+from gateway.scope.passes import bound_before, needs_path_predicate
 from gateway.scope.predicates import Predicates, quote_name
 from gateway.scope.rules import ToolRules
 from tests.support.corpus import load_corpus
@@ -182,9 +182,12 @@ def assert_closed(rewritten: str) -> None:
     parsed = parse(rewritten, max_chars=10**6, max_depth=POLICY.tool("analyze").limits.max_nesting_depth)
     predicates = _predicates()
     BOUND.clear()
-    BOUND.update(bound_before(parsed))  # names an earlier clause bound (and checked)
     OUTER.clear()
-    OUTER.update(outer_names(parsed))  # the same, for a comprehension in a projection's items
+    for owner, names in bound_before(parsed).items():  # names an earlier clause bound (and checked)
+        if isinstance(owner, ast.Match):
+            BOUND[owner] = frozenset(names)
+        else:
+            OUTER[owner] = frozenset(names)
     for statement in parsed.statements:
         _check(parsed, statement, set(), predicates)
 
