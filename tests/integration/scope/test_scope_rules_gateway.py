@@ -8,7 +8,7 @@ both layers, with the rewrite alone, and with the rewrite off (layer 2 alone).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,75 +81,55 @@ def test_every_rule_kind_on_analyze(sandbox_runner: SandboxRunner, marker: str, 
     assert names(result) == VISIBLE_TO_ALICE
 
 
-@pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
-@pytest.mark.parametrize("pattern", ["(n:Task:{m})", "(n:Attempt:{m})", "(n:{m})", "(n:Task:Attempt:{m})"])
-def test_a_node_with_two_derived_labels_is_hidden_whatever_the_pattern_states(
-    sandbox_runner: SandboxRunner,
-    marker: str,
-    pattern: str,
-    switches: dict[str, bool],
-    neo4j_driver: Any,
-    neo4j_connection: Any,
-) -> None:
-    two = f"{marker}Two"
-    cypher = f"MATCH {pattern.format(m=two)} WHERE n.name = 'task-and-attempt' RETURN n"
-    # Each walk holds (its task and its repository are alice's): hidden all the same, two parents claimed.
-    create = (
-        f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}})-[:HAS_TASK]->(ta1:Task:{marker} {{name: 'task-a1'}}) "
-        f"CREATE (ra)-[:HAS_TASK]->(two:Task:Attempt:{two} {{name: 'task-and-attempt'}})<-[:HAS_ATTEMPT]-(ta1)"
-    )
-    with neo4j_driver.session(database=neo4j_connection.database) as session:
-        rows = _rows_beside(
-            session,
-            create,
-            two,
-            lambda: gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE).rows,
-            cypher,
-        )
-    assert rows == []
+# Nodes whose every label's rule holds on its own, hidden all the same: (the extra label, what makes
+# them, the query's condition, the patterns that must not find them). ``{marker}`` is the graph's
+# label, ``{extra}`` the case's own, ``{m}`` in a pattern the extra label.
+MULTI_LABEL_NODES = {
+    # Each walk holds (its task and its repository are alice's): two parents claimed.
+    "two derived labels": (
+        "Two",
+        "MATCH (ra:Repository:{marker} {{name: 'repo-a'}})-[:HAS_TASK]->(ta1:Task:{marker} {{name: 'task-a1'}}) "
+        "CREATE (ra)-[:HAS_TASK]->(two:Task:Attempt:{extra} {{name: 'task-and-attempt'}})<-[:HAS_ATTEMPT]-(ta1)",
+        " WHERE n.name = 'task-and-attempt'",
+        ["(n:Task:{m})", "(n:Attempt:{m})", "(n:{m})", "(n:Task:Attempt:{m})"],
+    ),
+    # Alice's repository name, and a task of alice's repository: a node that belongs to one parent
+    # and is also something else.
+    "a derived and another named label": (
+        "Both",
+        "MATCH (ra:Repository:{marker} {{name: 'repo-a'}}) "
+        "CREATE (ra)-[:HAS_TASK]->(:Repository:Task:{extra} {{name: 'repo-a', id: 't9'}})",
+        "",
+        ["(n:Repository:{m})", "(n:Task:{m})", "(n:{m})", "(:Repository {{name: 'repo-a'}})-[:HAS_TASK]->(n:{m})"],
+    ),
+}
 
 
 @pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
 @pytest.mark.parametrize(
-    "pattern",
-    ["(n:Repository:{m})", "(n:Task:{m})", "(n:{m})", "(:Repository {{name: 'repo-a'}})-[:HAS_TASK]->(n:{m})"],
+    ("case", "pattern"), [(case, pattern) for case, (*_, patterns) in MULTI_LABEL_NODES.items() for pattern in patterns]
 )
 def test_a_node_with_a_derived_and_another_named_label_is_hidden_whatever_the_pattern_states(
     sandbox_runner: SandboxRunner,
     marker: str,
+    case: str,
     pattern: str,
     switches: dict[str, bool],
     neo4j_driver: Any,
     neo4j_connection: Any,
 ) -> None:
-    both = f"{marker}Both"
-    cypher = f"MATCH {pattern.format(m=both)} RETURN n"
-    # Each label's rule holds on its own (alice's repository name; a task of alice's repository):
-    # a node that belongs to one parent and is also something else is hidden all the same.
-    create = (
-        f"MATCH (ra:Repository:{marker} {{name: 'repo-a'}}) "
-        f"CREATE (ra)-[:HAS_TASK]->(:Repository:Task:{both} {{name: 'repo-a', id: 't9'}})"
-    )
+    suffix, create, condition, _ = MULTI_LABEL_NODES[case]
+    extra = f"{marker}{suffix}"
+    cypher = f"MATCH {pattern.format(m=extra)}{condition} RETURN n"
     with neo4j_driver.session(database=neo4j_connection.database) as session:
-        rows = _rows_beside(
-            session,
-            create,
-            both,
-            lambda: gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE).rows,
-            cypher,
-        )
-    assert rows == []
-
-
-def _rows_beside(session: Any, create: str, label: str, answer: Callable[[], list[Any]], cypher: str) -> list[Any]:
-    """The gateway's rows for ``cypher`` while the nodes ``create`` makes (labelled ``label``) exist;
-    the raw query finds exactly one, so an empty answer is the gateway hiding it."""
-    session.run(create).consume()
-    try:
-        assert session.run(cypher.replace("RETURN n", "RETURN count(n)")).single()[0] == 1
-        return answer()
-    finally:
-        session.run(f"MATCH (n:{label}) DETACH DELETE n").consume()
+        session.run(create.format(marker=marker, extra=extra)).consume()
+        try:
+            # The raw query finds it: an empty answer is the gateway hiding it.
+            assert session.run(cypher.replace("RETURN n", "RETURN count(n)")).single()[0] == 1
+            result = gateway(sandbox_runner, switches).run("analyze", cypher, {}, ALICE)
+        finally:
+            session.run(f"MATCH (n:{extra}) DETACH DELETE n").consume()
+    assert result.rows == []
 
 
 @pytest.mark.parametrize("switches", SWITCHES, ids=SWITCH_IDS)
