@@ -223,16 +223,14 @@ class ToolRules:
         labels: frozenset[str] = frozenset(),
         depth: int = 0,
         *,
-        chained: bool = False,
         walked: frozenset[str] = frozenset(),
     ) -> str:
         """``var`` (a variable or expression) is a visible node; ``labels`` it surely carries.
 
-        ``chained``: ``var`` is an anchor whose stated label's derived rule the caller's walk
-        continues (``_derived``), so that rule is not written here. ``walked``: derived labels whose
-        walk the agent's own pattern takes from ``var`` to a node checked beside it
-        (``derived_hops``), so their walks are not written either; whether ``var`` carries them is
-        still tested.
+        ``walked``: derived labels whose walk is taken elsewhere, so it is not written here: by the
+        caller's walk, which continues from ``var`` as an anchor (``_derived``), or by the agent's
+        own pattern, from ``var`` to a node checked beside it (``derived_hops``). Whether ``var``
+        carries them is still tested.
         """
         conditioned = sorted(set(self.scope.nodes) | set(self.filters) | set(self.pins))
         named = set(self.scope.nodes)
@@ -259,8 +257,6 @@ class ToolRules:
                 var,
                 label,
                 depth,
-                stated=label in labels,
-                chained=chained,
                 walked=label in walked,
                 own_rule=label not in shared,
             )
@@ -315,7 +311,7 @@ class ToolRules:
 
     def label_condition(self, var: str, label: str) -> str:
         """One named label's own condition (its rule, filters and pin), the part ``node`` holds for it."""
-        return self._label(var, label, 0, stated=True)
+        return self._label(var, label, 0)
 
     def default_condition(self, var: str) -> str:
         """The default rule, the part ``node`` holds for a node that carries no named label."""
@@ -360,8 +356,6 @@ class ToolRules:
         label: str,
         depth: int,
         *,
-        stated: bool,
-        chained: bool = False,
         own_rule: bool = True,
         walked: bool = False,
     ) -> str:
@@ -370,7 +364,7 @@ class ToolRules:
         parts: list[str] = []
         full = self.scope.nodes.get(label)
         rule = full if own_rule or full is None else composition.without(full, self.scope.default)
-        if rule is not None and full is not None and not (is_derived(full) and ((stated and chained) or walked)):
+        if rule is not None and full is not None and not (is_derived(full) and walked):
             parts.append(self._rule(var, rule, depth))
         parts += [self._filter(var, f, depth) for f in self.filters.get(label, ())]
         pin = self.pins.get(label)
@@ -425,7 +419,7 @@ class ToolRules:
                 return FALSE
             path = self.derived[current.path or ""]
             anchor = f"{_PREFIX}a{depth}"
-            visible = self.node(anchor, path.anchor_labels, depth + 1, chained=True)
+            visible = self.node(anchor, path.anchor_labels, depth + 1, walked=path.anchor_labels)
             if visible == FALSE:
                 return FALSE
             where = "" if visible == TRUE else f" WHERE {visible}"
