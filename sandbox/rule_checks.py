@@ -101,21 +101,23 @@ def instant(value: Any) -> int | None:
     try:
         if kind == "date":
             day = date.fromisoformat(iso)
-            return _nanos(datetime(day.year, day.month, day.day, tzinfo=UTC), 0)
+            return epoch_nanos(datetime(day.year, day.month, day.day, tzinfo=UTC), 0)
         if kind == "datetime":
             found = _ISO.fullmatch(iso)
             if found is None:
                 return None
             whole, fraction, offset = found.groups()
             moment = datetime.fromisoformat(whole + ("+00:00" if offset == "Z" else offset))
-            return _nanos(moment, int((fraction or "").ljust(9, "0")))
+            return epoch_nanos(moment, int((fraction or "").ljust(9, "0")))
     except ValueError:
         return None
     return None
 
 
-def _nanos(moment: datetime, nanoseconds: int) -> int:
-    return (moment - _EPOCH) // _ONE_SECOND * 1_000_000_000 + nanoseconds
+def epoch_nanos(moment: datetime, nanosecond: int) -> int:
+    """``moment``'s whole seconds since the epoch, in nanoseconds, plus ``nanosecond`` (of its second):
+    Neo4j orders instants to the nanosecond, which a Python datetime does not hold."""
+    return (moment.replace(microsecond=0) - _EPOCH) // _ONE_SECOND * 1_000_000_000 + nanosecond
 
 
 _ONE_SECOND = datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC) - _EPOCH

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any
 
 from gateway.cypher import ast
@@ -28,6 +28,7 @@ from gateway.policy import (
     VisibilityRule,
     derived_path,
 )
+from sandbox.rule_checks import epoch_nanos
 from sandbox.withhold import Owners
 
 # The bound the scope rewrite also puts on anchors within anchors (policies refuse cycles).
@@ -156,22 +157,14 @@ def _instant(value: Any) -> int | None:
     import neo4j.time  # harness-only, as in seed.py: the gateway process never loads the driver
 
     if isinstance(value, neo4j.time.DateTime) and value.tzinfo is not None:
-        return _nanos(value.to_native(), value.nanosecond)
+        return epoch_nanos(value.to_native(), value.nanosecond)
     if isinstance(value, neo4j.time.Date):
-        return _nanos(datetime(value.year, value.month, value.day, tzinfo=UTC), 0)
+        return epoch_nanos(datetime(value.year, value.month, value.day, tzinfo=UTC), 0)
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return _nanos(value, value.microsecond * 1000)
+        return epoch_nanos(value, value.microsecond * 1000)
     if isinstance(value, date) and not isinstance(value, datetime):
-        return _nanos(datetime(value.year, value.month, value.day, tzinfo=UTC), 0)
+        return epoch_nanos(datetime(value.year, value.month, value.day, tzinfo=UTC), 0)
     return None
-
-
-def _nanos(moment: datetime, nanosecond: int) -> int:
-    """``moment``'s whole seconds since the epoch, in nanoseconds, plus ``nanosecond`` (of its second)."""
-    return (moment.replace(microsecond=0) - _EPOCH) // timedelta(seconds=1) * 1_000_000_000 + nanosecond
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _is_string_list(value: Any) -> bool:
