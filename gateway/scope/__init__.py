@@ -95,12 +95,15 @@ def plan(
             read_by_the_check(result_check) if result_check is not None else (),
             visible=policy.visible_properties.wire() if policy.visible_properties is not None else None,
         )
-        cypher, wrapped = run_passes(
+        rewritten = run_passes(
             query, policy=policy, predicates=predicates, max_chars=policy.tool(tool).limits.max_rewritten_chars,
             shown=shown,
         )  # fmt: skip
-        if wrapped:
-            params = {**shown.parameters(), TAG_PARAMETER: new_tag()}
+        cypher = rewritten.cypher
+        if rewritten.reads_shown:
+            params = shown.parameters()
+        if rewritten.wrapped:
+            params[TAG_PARAMETER] = new_tag()
     return ScopePlan(
         cypher=cypher,
         params={**params, **rules.parameters(principal, now)},

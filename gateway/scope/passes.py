@@ -36,7 +36,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.catalogue import SCOPE_ELEMENT_ID, SCOPE_TOO_LARGE, SCOPE_UNSUPPORTED
 from gateway.cypher import ParsedQuery, ast
@@ -1231,11 +1231,18 @@ PASSES: tuple[Pass, ...] = (
 )
 
 
+class Rewritten(NamedTuple):
+    """The scoped text, and which of the shown-keys parameters (``ShownKeys.parameters``) it reads."""
+
+    cypher: str
+    wrapped: bool  # the final RETURNs project elements to their shown keys (and read the tag)
+    reads_shown: bool  # the text reads the allow-list's or deny-list's parameters
+
+
 def run_passes(
     parsed: ParsedQuery, *, policy: Policy, predicates: Predicates, max_chars: int, shown: ShownKeys | None = None
-) -> tuple[str, bool]:
-    """The rewritten Cypher of ``parsed`` and whether its answer's elements are projected (``shown``);
-    raises ``QueryRejected`` when it cannot be scoped.
+) -> Rewritten:
+    """The rewritten Cypher of ``parsed``; raises ``QueryRejected`` when it cannot be scoped.
 
     ``scope.unsupported`` for a construct the passes refuse, ``scope.too_large`` when the result
     would be longer than ``max_chars`` (checked before the text is built).
@@ -1255,4 +1262,5 @@ def run_passes(
             f"the scoped query would be {size:,} characters long (the visibility predicates add about 230 "
             f"per pattern); the limit is {max_chars:,}: use fewer patterns"
         )
-    return ctx.edits.apply(parsed), ctx.wrapped
+    reads_shown = ctx.wrapped or bool(ctx.read_wraps or ctx.read_items)
+    return Rewritten(ctx.edits.apply(parsed), ctx.wrapped, reads_shown)

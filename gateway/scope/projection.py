@@ -50,7 +50,7 @@ from gateway.scope.columns import column_name, renamed_by_rewrite
 from gateway.scope.edits import Edits, token_at
 from gateway.scope.plain import Plainness
 from gateway.scope.predicates import GENERATED_PREFIX, quote_name
-from gateway.scope.visible_props import Kinds
+from gateway.scope.visible_props import DEFAULT_PARAMETER, SHOWN_PARAMETERS, Kinds
 from sandbox.rebuild import MARK, TAG_PARAMETER, TOO_DEEP
 from sandbox.wire import VisibleKeys
 
@@ -60,14 +60,9 @@ DEPTH = 3
 LOOKAHEAD = 2
 HIDE_PARAMETER = f"{GENERATED_PREFIX}hide"
 KEEP_PARAMETER = f"{GENERATED_PREFIX}keep"
-DEFAULT_PARAMETER = f"{GENERATED_PREFIX}show_default"
 ElementKind = Literal["node", "relationship"]
 # How a final RETURN's column is projected: passed as it is, or as the one element it surely holds.
 ColumnForm = Literal["plain", "node", "relationship"]
-_VISIBLE_PARAMETERS: dict[ElementKind, str] = {
-    "node": f"{GENERATED_PREFIX}show_nodes",
-    "relationship": f"{GENERATED_PREFIX}show_rels",
-}
 ROW = f"{GENERATED_PREFIX}row"
 # valueType() names every type a list holds, however nested; a map's values it does not name.
 _HOLDS_ELEMENTS = "'.*(NODE|RELATIONSHIP|PATH|MAP|ANY).*'"
@@ -100,7 +95,7 @@ class ShownKeys:
         """Cypher: ``key`` (a string) may be sent for an element of ``kind`` with ``owners`` (its labels or [type])."""
         kept = f"toLower({key}) IN ${KEEP_PARAMETER}"
         if self.visible is not None:
-            lists = f"${_VISIBLE_PARAMETERS[kind]}"
+            lists = f"${SHOWN_PARAMETERS[kind]}"
             listed = f"o IN keys({lists})"
             shown = (
                 f"CASE WHEN any(o IN {owners} WHERE {listed}) THEN all(o IN {owners} WHERE NOT {listed} OR "
@@ -115,8 +110,8 @@ class ShownKeys:
         keep = sorted({k.lower() for k in self.keep})
         if self.visible is not None:
             return {
-                _VISIBLE_PARAMETERS["node"]: {label: list(keys) for label, keys in self.visible.nodes.items()},
-                _VISIBLE_PARAMETERS["relationship"]: {
+                SHOWN_PARAMETERS["node"]: {label: list(keys) for label, keys in self.visible.nodes.items()},
+                SHOWN_PARAMETERS["relationship"]: {
                     rel_type: list(keys) for rel_type, keys in self.visible.relationships.items()
                 },
                 DEFAULT_PARAMETER: list(self.visible.default),

@@ -11,8 +11,11 @@ sandbox applies to elements returned whole (``sandbox/withhold.py``):
   ``CASE WHEN <x shows k> THEN (v) END``, null where ``x`` does not show ``k``, so the pattern
   matches nothing there (a pattern map on a hidden key is no oracle).
 * ``<x shows k>`` for a node: no label of ``x`` is listed without ``k``, and (when ``default``
-  lacks ``k``) some label of ``x`` is listed with it; for a relationship: its type is listed
-  with ``k``, or (``default`` holding ``k``) is not listed without it.
+  lacks ``k``) some label of ``x`` is listed with it; for a relationship: ``k`` is in its type's
+  list, or in ``default`` when its type has none. The relationship's lists are read from the
+  parameters the projection passes (``SHOWN_PARAMETERS``), not written as literals: Neo4j 5.26
+  fails a WHERE holding two CASEs that test ``type(r) IN`` different literal lists
+  (docs/neo4j-facts.md).
 * No CASE where every element of the kind shows ``k`` (for a pattern map on a relationship:
   every type the pattern allows): the text stays small.
 
@@ -38,6 +41,12 @@ if TYPE_CHECKING:
     from gateway.scope.passes import Context
 
 _LABEL = f"{GENERATED_PREFIX}label"
+# The allow-list as parameters: label or type -> the keys it shows, and the keys shown by default.
+SHOWN_PARAMETERS = {
+    "node": f"{GENERATED_PREFIX}show_nodes",
+    "relationship": f"{GENERATED_PREFIX}show_rels",
+}
+DEFAULT_PARAMETER = f"{GENERATED_PREFIX}show_default"
 _KEY_ARGUMENT = key_arguments()
 _NODE, _REL = "node", "relationship"
 
@@ -171,11 +180,10 @@ def shows(
         return f"{some} AND none({_LABEL} IN labels({subject}) WHERE {_LABEL} IN {_listed(without)})"
     if visible.on_every_relationship(key, types):
         return None
-    if key in visible.default:
-        without = [rel for rel, keys in visible.relationships.items() if key not in keys]
-        return f"NOT type({subject}) IN {_listed(without)}"
-    listed = [rel for rel, keys in visible.relationships.items() if key in keys]
-    return f"type({subject}) IN {_listed(listed)}" if listed else "false"
+    if key not in visible.default and not any(key in keys for keys in visible.relationships.values()):
+        return "false"
+    lists = f"${SHOWN_PARAMETERS[_REL]}[type({subject})]"
+    return f"{string_literal(key)} IN coalesce({lists}, ${DEFAULT_PARAMETER})"
 
 
 def _everywhere(visible: VisibleProperties, key: str) -> bool:

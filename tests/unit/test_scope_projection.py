@@ -8,7 +8,8 @@ from gateway import scope
 from gateway.domain import Principal
 from gateway.guard import parse_query
 from gateway.policy import POLICIES_DIR, load_policy
-from gateway.scope.projection import DEFAULT_PARAMETER, HIDE_PARAMETER, KEEP_PARAMETER, ShownKeys
+from gateway.scope.projection import HIDE_PARAMETER, KEEP_PARAMETER, ShownKeys
+from gateway.scope.visible_props import DEFAULT_PARAMETER
 from sandbox.rebuild import TAG_PARAMETER, TooDeep, rebuild, rebuild_typed
 from sandbox.wire import VisibleKeys
 

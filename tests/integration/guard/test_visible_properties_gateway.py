@@ -119,6 +119,26 @@ def test_a_key_listed_for_another_label_reads_as_null_and_matches_nothing(
     assert Gateway(ALLOW, sandbox_runner).run("analyze", where, {}, AGENT).rows == []
 
 
+def test_two_keys_of_one_relationship_listed_for_different_types_are_read_in_one_where(
+    sandbox_runner: SandboxRunner, graph: str
+) -> None:
+    # since is shown by HAS_TASK only, uid by HAS_TASK and another type: two guards testing a
+    # relationship's type against different lists, which Neo4j 5.26 fails to plan when they are
+    # literal lists.
+    policy = BASE.model_copy(
+        update={
+            "visible_properties": VisibleProperties.model_validate(
+                {"nodes": {}, "relationships": {"HAS_TASK": ["since", "uid"], "ASSIGNED_TO": ["uid"]}, "default": []}
+            )
+        }
+    )
+    query = (
+        f"MATCH (:{MARKER}:Repository)-[h:HAS_TASK]->() WHERE h.since IN [2020, 2021] AND h.uid IS NULL "
+        "RETURN count(*) AS n, collect(h.since) AS since"
+    )
+    assert Gateway(policy, sandbox_runner).run("analyze", query, {}, AGENT).rows == [[1, [2020]]]
+
+
 def test_the_schema_tool_lists_the_token_key_only_under_the_deny_list(
     sandbox_runner: SandboxRunner, graph: str
 ) -> None:
