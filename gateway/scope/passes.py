@@ -403,9 +403,17 @@ class _Owner:
         return walked
 
     def _follow(self, start: str, hops: tuple[tuple[str, str, frozenset[str]], ...]) -> str | None:
-        """The node this owner's pattern reaches from ``start`` along ``hops``, each with its stated labels."""
+        """The node this owner's pattern reaches from ``start`` along ``hops``, each with its stated labels.
+
+        Or a node part of the way whose stated derived label walks the rest of ``hops`` by its own
+        rule: ``Attempt: (x)<-[:HAS_ATTEMPT]-(:Task)<-[:HAS_TASK]-(anchor:Repository)`` beside
+        ``Task: (x)<-[:HAS_TASK]-(anchor:Repository)``, ``(t:Task)-[:HAS_ATTEMPT]->(a)``: a visible
+        ``t`` is a Task that has taken that rest.
+        """
         current, visited = start, {start}
-        for rel_type, direction, labels in hops:
+        for index, (rel_type, direction, labels) in enumerate(hops):
+            if index and self._walks_rest(current, hops[index:]):
+                return current
             following = None
             for hop_type, source, target in self.hops:
                 near, far = (source, target) if direction == "out" else (target, source)
@@ -418,6 +426,11 @@ class _Owner:
             current = following
             visited.add(current)
         return current
+
+    def _walks_rest(self, name: str, rest: tuple[tuple[str, str, frozenset[str]], ...]) -> bool:
+        """Whether a label ``name`` is stated to carry is derived by exactly the walk ``rest``."""
+        rules = self.predicates.rules
+        return rules is not None and any(rules.derived_hops(label) == rest for label in self._labels_of(name))
 
     def _labels_of(self, name: str) -> frozenset[str]:
         """What this owner knows ``name`` carries: an element of its own, or one bound (and checked) before."""
@@ -995,22 +1008,25 @@ def bound_before(parsed: ParsedQuery) -> dict[ast.Node, dict[str, frozenset[str]
     one).
 
     Their elements came from an earlier pattern (nothing else yields a node or a relationship),
-    so they were filtered there and are not checked again. Conservative: a subquery's body
-    starts with nothing bound (its imports are checked again), a WITH or RETURN keeps only what
-    it lists (or everything with ``*``), a CALL's returned columns count as unbound.
+    so they were filtered there and are not checked again. Conservative: a WITH or RETURN keeps
+    only what it lists (or everything with ``*``), a CALL's returned columns count as unbound.
 
     In a WITH's or RETURN's items those names are exactly in scope and their elements already
     filtered (the projection runs after the clauses before it), so an owner's pattern there refers
-    to them rather than binding them afresh; a MATCH's WHERE sees them likewise (the MATCH's own
-    names are not among them). Not a WITH's WHERE: a name the projection dropped would be bound
-    afresh there; an ORDER BY only the names the projection keeps.
+    to them rather than binding them afresh. Not a WITH's WHERE: a name the projection dropped
+    would be bound afresh there; an ORDER BY only the names the projection keeps.
+
+    A MATCH's WHERE sees the MATCH's own names too, and so does the body of a subquery in it
+    (elsewhere a subquery's body starts with nothing bound: its imports are checked again). A
+    subquery, comprehension or short EXISTS cannot be shown not to raise, so the WHERE holding it
+    runs only once every element of the MATCH is visible (``guard_condition``'s ``every``).
     """
     out: dict[ast.Node, dict[str, frozenset[str]]] = {}
     for clause, bound in _clauses_and_bound(parsed):
         if isinstance(clause, ast.Match):
             out[clause] = bound
             for owner in _owners(clause.where):
-                out[owner] = bound
+                out[owner] = _after_match(bound, clause)
         elif isinstance(clause, ast.With | ast.Return):
             projection = clause.projection
             items = [owner for item in projection.items for owner in _owners(item.expression)]
@@ -1046,16 +1062,18 @@ def _clauses_and_bound(parsed: ParsedQuery) -> Iterator[tuple[ast.Node, dict[str
     """Every clause of every query part, with the variables earlier clauses of its part bound (and
     the labels stated where each was bound)."""
     bodies: list[ast.QueryBody] = [statement.body for statement in parsed.statements]
+    # Outer subqueries come first (the walk is pre-order), so a body is seeded before it is read.
     bodies += [n.body for n in parsed.walk() if isinstance(n, ast.SubqueryExpr | ast.CallSubquery) and n.body]
+    seeds: dict[int, dict[str, frozenset[str]]] = {}  # id(body) -> what a MATCH's WHERE holding it sees
     for body in bodies:
         for query in ast.single_queries(body):
-            bound: dict[str, frozenset[str]] = {}
+            bound = dict(seeds.get(id(body), {}))
             for clause in query.clauses:
                 yield clause, dict(bound)
                 if isinstance(clause, ast.Match):
-                    stated = _stated_in(clause)
-                    for name in _declared(clause):
-                        bound[name] = bound.get(name, frozenset()) | stated.get(name, frozenset())
+                    bound = _after_match(bound, clause)
+                    for inner in _subquery_bodies(clause.where):
+                        seeds[id(inner)] = bound
                 elif isinstance(clause, ast.With | ast.Return):
                     kept = dict(bound) if clause.projection.star else {}
                     for item in clause.projection.items:
@@ -1066,6 +1084,20 @@ def _clauses_and_bound(parsed: ParsedQuery) -> Iterator[tuple[ast.Node, dict[str
                     bound = kept
                 elif isinstance(clause, ast.Unwind):
                     bound[clause.variable.name] = frozenset()
+
+
+def _after_match(bound: dict[str, frozenset[str]], clause: ast.Match) -> dict[str, frozenset[str]]:
+    """``bound`` with the names ``clause`` binds, each with the labels stated for it."""
+    after, stated = dict(bound), _stated_in(clause)
+    for name in _declared(clause):
+        after[name] = after.get(name, frozenset()) | stated.get(name, frozenset())
+    return after
+
+
+def _subquery_bodies(where: ast.Expr | None) -> list[ast.QueryBody]:
+    if where is None:
+        return []
+    return [n.body for n in where.walk() if isinstance(n, ast.SubqueryExpr) and n.body is not None]
 
 
 def _stated_in(clause: ast.Match) -> dict[str, frozenset[str]]:

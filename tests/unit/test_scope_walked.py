@@ -67,9 +67,36 @@ def test_a_chain_of_hops_proves_a_walk_over_two_hops() -> None:
         "MATCH (r:Repository)-[:HAS_TASK]->(t:Task)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id", _chain_policy()
     )
     assert "EXISTS { MATCH (t)" not in out and "EXISTS { MATCH (a)" not in out, out
-    # Without the repository in the pattern the attempt's walk is written.
+
+
+def test_a_node_part_of_the_way_whose_own_rule_walks_the_rest_proves_the_walk() -> None:
+    # The attempt's walk is HAS_ATTEMPT to a Task, then the Task's own walk: a visible t has taken it.
     out = rewritten("MATCH (t:Task)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id", _chain_policy())
-    assert "EXISTS { MATCH (a)" in out and "EXISTS { MATCH (t)" in out, out
+    assert "EXISTS { MATCH (a)" not in out and "EXISTS { MATCH (t)" in out, out
+    out = rewritten("MATCH (t:Task) MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id", _chain_policy())
+    assert out.count("EXISTS { MATCH") == 1 and "EXISTS { MATCH (t)" in out, out  # t checked by its MATCH
+    # A condition on the attempt waits for the task's walk.
+    out = rewritten(
+        "MATCH (t:Task)-[:HAS_ATTEMPT]->(a:Attempt) WHERE 1 / size(a.action) = 1 RETURN a.id", _chain_policy()
+    )
+    assert "(t)<-[:HAS_TASK]-" in out.split("CASE WHEN ", 1)[1].split(" THEN ", 1)[0], out
+
+
+@pytest.mark.parametrize(
+    ("task_path", "query"),
+    [
+        # The rest of the attempt's walk is not the task's own rule (another type).
+        ("(x)<-[:OWNS]-(anchor:Repository)", "MATCH (t:Task)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id"),
+        # The task's label is not stated where the pattern reaches it.
+        ("(x)<-[:HAS_TASK]-(anchor:Repository)", "MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) RETURN a.id"),
+    ],
+)
+def test_a_node_part_of_the_way_proves_nothing_unless_its_own_rule_is_the_rest(task_path: str, query: str) -> None:
+    policy = _chain_policy()
+    data = policy.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["scope"]["nodes"]["Task"]["path"] = task_path
+    out = rewritten(query, Policy.model_validate(data))
+    assert "EXISTS { MATCH (a)<-[:HAS_ATTEMPT]-" in out, out
 
 
 def test_a_node_whose_label_is_not_stated_leaves_out_the_walks_its_pattern_takes_only() -> None:
