@@ -26,8 +26,9 @@ elements it names (``guard_condition``), except the seekable comparisons kept in
 the planner (``seekable``).
 
 Cost: the text grows linearly with the agent's. One conjunct per element, one CASE per
-WHERE whose guard repeats the conjuncts of the elements it names; ``plan`` refuses a result
-longer than the policy's ``max_rewritten_chars``. Every analysis here is iterative or
+WHERE whose guard holds the conjuncts of the elements it names (not written again after it:
+the CASE is false wherever its guard is, except beside a path search); ``plan`` refuses a
+result longer than the policy's ``max_rewritten_chars``. Every analysis here is iterative or
 recurses only into bracketed nesting, which the parser bounds.
 """
 
@@ -595,13 +596,14 @@ def _scope_group(
     _scope_elements(ctx, inner, group.path, part, name_all=per_iteration)
     checks = inner.checks()
     every = tuple(text for texts in checks.values() for text in texts)
-    conditions = _joined(inner.root()) if per_iteration else ""
+    root = tuple(inner.root()) if per_iteration else ()
+    conditions = _joined(root)
     if group.where is None:
         if conditions:
             ctx.edits.close(group.path, f" WHERE {conditions}")
     else:
         # Every element of the group is in scope here: a condition that could raise waits for them all.
-        guard_condition(ctx, group.where, checks, inner.singletons, every=every, then=_and(conditions))
+        guard_condition(ctx, group.where, checks, inner.singletons, every=every, then=root)
     _guard_inline(ctx, group.path, checks, inner.singletons, every)
     return _env(group.path)
 
@@ -825,36 +827,43 @@ def guard_condition(
     every: tuple[str, ...],
     own: frozenset[str] = frozenset(),
     paths: Container[str] = frozenset(),
-    then: str = "",
+    then: tuple[str, ...] = (),
     folded: tuple[str, ...] = (),
+    search: bool = False,
 ) -> None:
-    """Run ``where`` only once the elements it names (and ``own``) are visible; append ``then``.
+    """Run ``where`` only once the elements it names (and ``own``) are visible; AND ``then`` after it.
 
     ``checks`` says what each name waits for; ``every`` is the guard of a condition that could
     raise (every element of its owner). The ``seekable`` conjuncts are repeated in front of the
     CASE, as written. With nothing to wait for (every name bound before, already filtered),
     ``where`` stays as written: ``(where)`` followed by ``then``. ``folded`` are conjuncts the
     CASE's guard carries when there is one, else they join ``then``: each is written once.
+
+    A conjunct of ``then`` the guard holds is not written again after the CASE (which is false
+    wherever its guard is), unless the owner searches for paths (``folded``: a shortestPath, whose
+    rows Neo4j filters before the search only by conjuncts outside the CASE, docs/neo4j-facts.md;
+    ``search``: a selector's group): there they stay where Neo4j plans the search with them.
     """
     conjuncts = _conjuncts(where)
     kept = [
         c for c in conjuncts if seekable(c, elements) or (folded and _before_the_search(c, checks, elements, paths))
     ]
     rest = [c for c in conjuncts if not any(c is k for k in kept)]
-    guard = ""
+    guarded: list[str] = []
     if rest:
         named = [text for name in sorted(set(own) | _referenced(rest)) for text in checks.get(name, ())]
         risky = any(not cannot_raise(c, elements, paths) for c in rest)
-        guard = _joined([*every, *named, *folded] if risky else [*named, *folded])
-    if not guard:
-        then = _and(_joined(folded)) + then if folded else then
-        if then:
+        guarded = [*every, *named, *folded] if risky else [*named, *folded]
+    if not guarded:
+        after = _and(_joined([*folded, *then]))
+        if after:
             ctx.edits.open(where, "(")
-            ctx.edits.close(where, f"){then}")
+            ctx.edits.close(where, f"){after}")
         return
+    after = _and(_joined([text for text in then if folded or search or text not in guarded]))
     front = "".join(f"({ctx.parsed.source(c)}) AND " for c in kept)
-    ctx.edits.open(where, f"{front}CASE WHEN {guard} THEN (")
-    ctx.edits.close(where, f") ELSE false END{then}")
+    ctx.edits.open(where, f"{front}CASE WHEN {_joined(guarded)} THEN (")
+    ctx.edits.close(where, f") ELSE false END{after}")
 
 
 def _guard_inline(
@@ -932,7 +941,7 @@ def _finish(ctx: Context, node: ast.Node, owner: _Owner, where: ast.Expr | None,
         owner.singletons,
         every=tuple(root),
         paths=owner.paths.keys(),
-        then=_and(_joined([text for text in root if text not in folded])),
+        then=tuple(text for text in root if text not in folded),
         folded=folded,
     )
 
@@ -992,7 +1001,7 @@ def scope_selected_path(ctx: Context, part: ast.PatternPart, owner: _Owner) -> N
             ctx.handled.add(only)
             guard_condition(
                 ctx, only.where, group.checks(), group.singletons,
-                every=(whole,), paths={name}, then=_and(condition),
+                every=(whole,), paths={name}, then=(whole,), search=True,
             )  # fmt: skip
         return
     name = ctx.fresh("p")

@@ -4,9 +4,10 @@ For every corpus read the guard allows (and a set of adversarial WHERE shapes), 
 rewritten text is re-parsed with the guard's parser. Then:
 
 * every element of a fixed-length pattern has a variable (anonymous ones a generated one),
-  and its visibility is a conjunct of its own at the root of the owner's WHERE (so no OR,
-  XOR or comment in the agent's text can bind looser); a quantified group's elements at the
-  root of the group's WHERE (per iteration);
+  and its visibility is a conjunct of its own at the root of the owner's WHERE, or of the guard
+  of a root ``CASE WHEN guard THEN … ELSE false END`` (so no OR, XOR or comment in the agent's
+  text can bind looser); a quantified group's elements at the root of the group's WHERE (per
+  iteration);
 * a pattern with a selector, a variable-length or a quantified relationship has a path
   variable whose whole-path predicate is a conjunct at the root;
 * no pattern predicate is left bare (each became an EXISTS subquery).
@@ -55,15 +56,31 @@ def _predicates() -> Predicates:
 
 
 def _root_conjuncts(parsed: ParsedQuery, where: ast.Expr | None) -> set[str]:
-    """The sources of the AND-conjuncts at the root of ``where``, each without its outer parentheses."""
+    """The sources of the AND-conjuncts at the root of ``where``, each without its outer parentheses.
+
+    A root ``CASE WHEN g THEN x ELSE false END`` is false wherever ``g`` is: ``g``'s conjuncts
+    count as root conjuncts too.
+    """
     out, stack = set(), [where] if where is not None else []
     while stack:
         node = stack.pop()
         if isinstance(node, ast.BinaryOp) and node.op == "AND":
             stack.extend([node.right, node.left])
-        else:
-            out.add(parsed.source(ast.unparen(node)))
+            continue
+        node = ast.unparen(node)
+        out.add(parsed.source(node))
+        if _false_otherwise(node):
+            assert isinstance(node, ast.Case)
+            stack.append(node.whens[0].conditions[0])
     return out
+
+
+def _false_otherwise(node: ast.Expr) -> bool:
+    """``CASE WHEN g THEN x ELSE false END``."""
+    if not isinstance(node, ast.Case) or node.subject is not None or len(node.whens) != 1:
+        return False
+    default = ast.unparen(node.default) if node.default is not None else None
+    return isinstance(default, ast.Literal) and default.value is False and len(node.whens[0].conditions) == 1
 
 
 def _bare(text: str) -> str:
