@@ -67,6 +67,9 @@ REPRESENTATIVE: dict[str, str] = {
         "RETURN t.id, count(a) AS passed, COUNT { (t)-[:HAS_CONCLUSION]->(:Conclusion) } AS conclusions"
     ),
     "pattern comprehension": "MATCH (t:Task) RETURN t.id, [(t)-[:HAS_ATTEMPT]->(a) | a.check] AS checks",
+    "EXISTS in a WHERE": (
+        "MATCH (t:Task) WHERE EXISTS { MATCH (t)-[:HAS_ATTEMPT]->(a:Attempt) WHERE a.check = 'failed' } RETURN t.id"
+    ),
 }
 CALLER = Principal(name="bench", scope=frozenset({"l1"}), attributes={"repositories": frozenset({"acme/payments"})})
 
