@@ -48,7 +48,7 @@ from gateway.scope.coverage import unscoped_patterns
 from gateway.scope.edits import Edits, token_at
 from gateway.scope.predicates import GENERATED_PREFIX, Predicates, quote_name
 from gateway.scope.projection import ShownKeys, final_returns, wrap_returns
-from gateway.scope.visible_props import find_unlisted_reads, write_unlisted_reads
+from gateway.scope.visible_props import find_unlisted_reads, reads_partly_shown, write_unlisted_reads
 
 # Selectors whose MATCH-level WHERE is applied during the search (legacy shortestPath) or that
 # select nothing (ALL). GQL ANY / SHORTEST k / ALL SHORTEST / … GROUPS select paths *before* the
@@ -818,6 +818,29 @@ def _before_the_search(
     )
 
 
+def _in_front(
+    ctx: Context,
+    condition: ast.Expr,
+    checks: dict[str, tuple[str, ...]],
+    elements: Container[str],
+    paths: Container[str],
+    *,
+    searched: bool,
+) -> bool:
+    """Whether ``condition`` is also written in front of the CASE, as the agent wrote it.
+
+    The copy in front reads a key the allow-list shows on some elements only as it is stored, where
+    the CASE reads it as null on an element that does not show it (``visible_props``). A seekable
+    comparison true on the CASE's read is true on the stored one (the element shows the key), so
+    the copy selects nothing the CASE would not; ``IS NULL`` is the exception (true on the CASE's
+    null, false on a stored value), and so is any other condition: those are not copied.
+    """
+    if reads_partly_shown(ctx.policy.visible_properties, condition):
+        bare = ast.unparen(condition)
+        return seekable(condition, elements) and not (isinstance(bare, ast.IsNull) and not bare.negated)
+    return seekable(condition, elements) or (searched and _before_the_search(condition, checks, elements, paths))
+
+
 def guard_condition(
     ctx: Context,
     where: ast.Expr,
@@ -845,9 +868,7 @@ def guard_condition(
     ``search``: a selector's group): there they stay where Neo4j plans the search with them.
     """
     conjuncts = _conjuncts(where)
-    kept = [
-        c for c in conjuncts if seekable(c, elements) or (folded and _before_the_search(c, checks, elements, paths))
-    ]
+    kept = [c for c in conjuncts if _in_front(ctx, c, checks, elements, paths, searched=bool(folded))]
     rest = [c for c in conjuncts if not any(c is k for k in kept)]
     guarded: list[str] = []
     if rest:

@@ -190,6 +190,13 @@ def _everywhere(visible: VisibleProperties, key: str) -> bool:
     return visible.on_every_node(key) and visible.on_every_relationship(key)
 
 
+def reads_partly_shown(visible: VisibleProperties | None, expr: ast.Expr) -> bool:
+    """Whether ``expr`` reads a key some elements do not show (a read this pass rewrites where it stands)."""
+    if visible is None:
+        return False
+    return any(isinstance(node, ast.Property) and not _everywhere(visible, node.key) for node in expr.walk())
+
+
 def find_unlisted_reads(ctx: Context) -> None:
     """Decide which reads of a key some elements do not show get a CASE (see the module's text).
 

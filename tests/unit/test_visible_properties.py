@@ -328,3 +328,13 @@ def test_a_rebuilt_element_is_owned_by_its_labels_or_type_whatever_its_propertie
     rel = ShownRelationship("5:x:1", "KNOWS", None, None, [(TYPE_KEY, "relationship"), ("type", "OTHER")])
     assert owners_of(node) == Owners("node", frozenset({"Attempt"}))
     assert owners_of(rel) == Owners("relationship", frozenset({"KNOWS"}))
+
+
+def test_a_null_test_of_a_key_some_elements_do_not_show_is_not_copied_in_front_of_the_guard() -> None:
+    # In front of the CASE the agent's text reads the stored value: IS NULL there would drop a node
+    # whose title is stored but not shown (the CASE reads it as null), and count stored values.
+    text = _rewritten("MATCH (n) WHERE n.title IS NULL AND size(n.id) > 0 RETURN count(*) AS c")
+    assert "(n.title IS NULL) AND CASE" not in text and "THEN n.title END IS NULL" in text, text
+    # A comparison true on the shown value is true on the stored one: it stays in front for the planner.
+    text = _rewritten("MATCH (n) WHERE n.title = 'x' AND n.id IS NOT NULL AND size(n.id) > 0 RETURN count(*) AS c")
+    assert "WHERE (n.title = 'x') AND (n.id IS NOT NULL) AND CASE" in text, text

@@ -117,6 +117,11 @@ def test_a_key_listed_for_another_label_reads_as_null_and_matches_nothing(
     assert Gateway(ALLOW, sandbox_runner).run("analyze", oracle, {"t": REPO_TITLE}, AGENT).rows == []
     where = f"MATCH (n:{MARKER}) WHERE n.title STARTS WITH 'repository' RETURN n.uid AS uid"
     assert Gateway(ALLOW, sandbox_runner).run("analyze", where, {}, AGENT).rows == []
+    # The repository's stored title is not shown: it reads as null, beside a condition that
+    # guards the WHERE (size() could raise), so whether a title is stored changes nothing.
+    unset = f"MATCH (n:{MARKER}) WHERE n.title IS NULL AND size(n.uid) > 0 RETURN n.uid AS uid"
+    assert Gateway(DENY, sandbox_runner).run("analyze", unset, {}, AGENT).rows == []
+    assert Gateway(ALLOW, sandbox_runner).run("analyze", unset, {}, AGENT).rows == [["repo-1"]]
 
 
 def test_two_keys_of_one_relationship_listed_for_different_types_are_read_in_one_where(
