@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -384,10 +385,10 @@ def _running_pid_at(pid_file: Path) -> int | None:
 def wait_until_ready(
     connection: Neo4jConnection,
     timeout_s: float = START_TIMEOUT_S,
-    pid: int | None = None,
+    alive: Callable[[], bool] | None = None,
     line: ServerLine | None = None,
 ) -> None:
-    """Block until the driver's ``verify_connectivity()`` passes."""
+    """Block until the driver's ``verify_connectivity()`` passes; fail early once ``alive()`` is false."""
     import neo4j
 
     # Readiness, not trust: a TLS server is probed accepting any certificate (+ssc); whoever
@@ -397,7 +398,7 @@ def wait_until_ready(
     last_error: Exception | None = None
     next_report = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if pid is not None and _running_pid(line) is None:
+        if alive is not None and not alive():
             raise Neo4jSetupError(f"Neo4j exited during start-up; see {home_dir(line) / 'logs' / 'console.log'}")
         try:
             auth = (connection.user, connection.password.get_secret_value())
@@ -427,7 +428,7 @@ def start(line: ServerLine | None = None, tls: Path | None = None) -> Neo4jConne
             wanted = "with" if tls is not None else "without"
             raise Neo4jSetupError(f"the managed Neo4j is running, but not {wanted} TLS: stop it first")
         connection = connection_info(line)
-        wait_until_ready(connection, pid=pid, line=line)
+        wait_until_ready(connection, alive=lambda: _running_pid(line) is not None, line=line)
         _say(f"already running (pid {pid}) on {connection.uri}")
         return connection
     java = java_for(line)
@@ -445,7 +446,9 @@ def start(line: ServerLine | None = None, tls: Path | None = None) -> Neo4jConne
         )  # fmt: skip
     _pid_file(line).write_text(f"{process.pid}\n", encoding="utf-8")
     connection = connection_info(line)
-    wait_until_ready(connection, pid=process.pid, line=line)
+    # The process itself, not the pid file: right after exec its /proc cmdline can still read empty,
+    # which _running_pid takes for "not Neo4j".
+    wait_until_ready(connection, alive=lambda: process.poll() is None, line=line)
     _say(f"ready in {time.monotonic() - started:.1f} s (pid {process.pid})")
     return connection
 
